@@ -1,0 +1,112 @@
+import type { Observable } from 'rxjs';
+import type { Dataplane, Mesh, Resource, ResourceKey, Valid } from '../mesh/resources.js';
+
+declare const seqBrand: unique symbol;
+declare const versionBrand: unique symbol;
+
+/** The global position in the event log; the store revision a projection is at. */
+export type Seq = number & { readonly [seqBrand]: true };
+/** A resource's own version, for optimistic concurrency (`If-Match`). Starts at 1. */
+export type ResourceVersion = number & { readonly [versionBrand]: true };
+
+export const asSeq = (n: number) => n as Seq;
+export const asResourceVersion = (n: number) => n as ResourceVersion;
+
+export interface Author {
+  readonly instance: string;
+  /** The API caller, when known (remote address or a name the client gave). */
+  readonly caller?: string;
+}
+
+interface EventBase {
+  readonly seq: Seq;
+  readonly key: ResourceKey;
+  /** The resource's version after this event. */
+  readonly version: ResourceVersion;
+  /** ISO 8601. */
+  readonly at: string;
+  readonly by: Author;
+}
+
+export type ResourceEvent =
+  | (EventBase & { readonly kind: 'upserted'; readonly resource: Valid<Resource> })
+  | (EventBase & { readonly kind: 'deleted' });
+
+/**
+ * A write to append. `expected` is the version the writer read: a number, or `'absent'` for
+ * "must not exist yet"; omitted means unconditional.
+ */
+export type Write =
+  | { readonly kind: 'upserted'; readonly resource: Valid<Resource>; readonly expected?: ResourceVersion | 'absent' }
+  | { readonly kind: 'deleted'; readonly key: ResourceKey; readonly expected?: ResourceVersion };
+
+/**
+ * The append-only event log every store backend implements (memory, PGlite, Postgres).
+ * A batch is atomic: all its events are appended, or none and the promise rejects.
+ */
+export interface EventLog {
+  /**
+   * Appends a batch atomically, checking each write's `expected` version against the log.
+   * Rejects with `VersionConflictError` (nothing appended) on a mismatch, and with
+   * `StoreUnavailableError` when the backend cannot be reached. Resolves only once committed.
+   */
+  append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]>;
+  /** Events with `seq > after`, in sequence order, at most `limit`. */
+  readAfter(after: Seq, limit: number): Promise<readonly ResourceEvent[]>;
+  /**
+   * Wake-ups: emits when new events may be available. Only a hint (I7): the reader always
+   * catches up with `readAfter`.
+   */
+  readonly wakeups: Observable<void>;
+  close(): Promise<void>;
+}
+
+export interface Stored<T extends Resource> {
+  readonly resource: Valid<T>;
+  readonly version: ResourceVersion;
+  /** Sequence number of the event that last wrote it. */
+  readonly seq: Seq;
+  readonly updatedAt: string;
+}
+
+/**
+ * One mesh at a revision. A new object whenever anything in the mesh changes, and the
+ * same object otherwise, so consumers can memoise on identity.
+ */
+export interface MeshState {
+  readonly mesh: Stored<Mesh>;
+  readonly dataplanes: ReadonlyMap<string, Stored<Dataplane>>;
+}
+
+/** The current resources: the fold of the event log up to `revision`. Immutable. */
+export interface Projection {
+  readonly revision: Seq;
+  readonly meshes: ReadonlyMap<string, MeshState>;
+}
+
+export interface WriteOptions {
+  /** The version the caller read (`If-Match`); `'absent'` means "create only". */
+  readonly expected?: ResourceVersion | 'absent';
+  readonly caller?: string;
+}
+
+/**
+ * The store the rest of Chancery uses: writes go to the event log, reads come from the
+ * projection, and `projections` is the change feed that drives the session actors.
+ */
+export interface ResourceStore {
+  /** Rebuilds the projection from the log and follows it; creates Mesh `default` on an empty log. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+  /** True once the projection has caught up with the log. */
+  readonly ready: boolean;
+  readonly projection: Projection;
+  /** Emits the current projection on subscribe, then each newer one, in revision order. */
+  readonly projections: Observable<Projection>;
+  /** Creates or replaces a resource. Resolves with what was stored once it is committed. */
+  put(resource: Valid<Resource>, options?: WriteOptions): Promise<Stored<Resource>>;
+  /** Deletes a resource; deleting a Mesh deletes its Dataplanes in the same batch. */
+  delete(key: ResourceKey, options?: WriteOptions): Promise<void>;
+  get(key: ResourceKey): Stored<Resource> | undefined;
+  list(type: Resource['type'], mesh?: string): readonly Stored<Resource>[];
+}

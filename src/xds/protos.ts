@@ -1,0 +1,50 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import protobuf from 'protobufjs';
+
+// Envoy's protos are read from @grpc/grpc-js-xds's bundled deps/; this repository keeps no copy.
+const require = createRequire(import.meta.url);
+const depsDir = path.join(path.dirname(require.resolve('@grpc/grpc-js-xds/package.json')), 'deps');
+const includeDirs = [
+  ...['envoy-api', 'xds', 'googleapis', 'protoc-gen-validate'].map((dir) => path.join(depsDir, dir)),
+  // google/protobuf/descriptor.proto, which the validate and udpa annotations import.
+  path.dirname(require.resolve('protobufjs/package.json')),
+];
+
+const files = [
+  'envoy/service/discovery/v3/ads.proto',
+  'envoy/service/listener/v3/lds.proto',
+  'envoy/service/cluster/v3/cds.proto',
+  'envoy/service/route/v3/rds.proto',
+  'envoy/service/endpoint/v3/eds.proto',
+  'envoy/config/listener/v3/listener.proto',
+  'envoy/config/route/v3/route.proto',
+  'envoy/config/cluster/v3/cluster.proto',
+  'envoy/config/endpoint/v3/endpoint.proto',
+  'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
+  'envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.proto',
+  'envoy/extensions/filters/http/router/v3/router.proto',
+];
+
+let root: protobuf.Root | undefined;
+
+/** The protobufjs root holding every Envoy message Chancery reads or writes; loaded once. */
+export function envoyRoot(): protobuf.Root {
+  if (root) return root;
+  const loaded = new protobuf.Root();
+  loaded.resolvePath = (_origin, target) =>
+    includeDirs.map((dir) => path.join(dir, target)).find((candidate) => existsSync(candidate)) ?? target;
+  loaded.loadSync(files, { keepCase: true });
+  loaded.resolveAll();
+  root = loaded;
+  return root;
+}
+
+export function lookupType(name: string): protobuf.Type {
+  return envoyRoot().lookupType(name);
+}
+
+export function lookupService(name: string): protobuf.Service {
+  return envoyRoot().lookupService(name);
+}

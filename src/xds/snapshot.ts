@@ -1,0 +1,135 @@
+import { ChanceryError } from '../chancery-error.js';
+import { contentHash } from './content-hash.js';
+import type { EncodedResource } from './encode.js';
+import { ResourceSet } from './resource-set.js';
+import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, type TypeUrl } from './type-urls.js';
+
+declare const sealed: unique symbol;
+
+/**
+ * What a node can be sent of one type. `wildcard` is the node's full set for a wildcard
+ * subscriber (Envoy); `named` are shared sets a subscriber can name resources from (proxyless
+ * gRPC, and Envoy's EDS and RDS requests).
+ */
+export interface TypeSnapshot {
+  /** Content hash of everything in this type for this node. */
+  readonly version: string;
+  readonly wildcard: ResourceSet;
+  readonly named: readonly ResourceSet[];
+  get(name: string): EncodedResource | undefined;
+}
+
+/**
+ * A node's configuration at a store revision. Only `sealSnapshot` constructs one, and only
+ * the generator calls it (I1): no code path can make a placeholder. Every type URL is a key,
+ * so a type left out cannot be mistaken for an empty one.
+ */
+export interface Snapshot {
+  readonly [sealed]: true;
+  readonly node: string;
+  readonly revision: number;
+  readonly types: Readonly<Record<TypeUrl, TypeSnapshot>>;
+  /** Distinct resources across all types. */
+  readonly resourceCount: number;
+}
+
+export interface SnapshotParts {
+  readonly node: string;
+  readonly revision: number;
+  readonly types: Readonly<Record<TypeUrl, { wildcard: ResourceSet; named: readonly ResourceSet[] }>>;
+}
+
+export class EmptyConfigurationError extends ChanceryError {
+  readonly code = 'CHANCERY_XDS_EMPTY_CONFIGURATION';
+  constructor(
+    readonly node: string,
+    readonly revision: number,
+  ) {
+    super(`configuration for ${node} at revision ${revision} has no resources at all; nothing will be pushed (I1)`);
+  }
+}
+
+export class MissingReferenceError extends ChanceryError {
+  readonly code = 'CHANCERY_XDS_MISSING_REFERENCE';
+  constructor(
+    readonly node: string,
+    readonly revision: number,
+    readonly typeUrl: TypeUrl,
+    readonly missing: readonly string[],
+  ) {
+    super(`configuration for ${node} at revision ${revision} references missing ${typeUrl} resources: ${missing.join(', ')} (I5)`);
+  }
+}
+
+export type SealResult =
+  | { readonly ok: true; readonly snapshot: Snapshot }
+  | { readonly ok: false; readonly error: EmptyConfigurationError | MissingReferenceError };
+
+/** Which type a resource's `references` point into. */
+const REFERENCED: Partial<Record<TypeUrl, TypeUrl>> = { [LISTENER]: ROUTE, [CLUSTER]: ENDPOINT };
+
+// A shared set is checked once against the shared sets it points into, not once per node.
+const checkedAgainst = new WeakMap<ResourceSet, readonly ResourceSet[]>();
+
+/**
+ * Seals a node's resources into a Snapshot, refusing a configuration with no resources at
+ * all (I1) and one whose listeners or clusters name a route or endpoint set it lacks (I5).
+ */
+export function sealSnapshot(parts: SnapshotParts): SealResult {
+  const types = {} as Record<TypeUrl, TypeSnapshot>;
+  const distinct = new Set<EncodedResource>();
+  for (const typeUrl of PUSH_ORDER) {
+    const { wildcard, named } = parts.types[typeUrl];
+    for (const set of [wildcard, ...named]) for (const resource of set.list) distinct.add(resource);
+    types[typeUrl] = typeSnapshot(wildcard, named);
+  }
+  if (distinct.size === 0) return { ok: false, error: new EmptyConfigurationError(parts.node, parts.revision) };
+
+  for (const [from, to] of Object.entries(REFERENCED) as [TypeUrl, TypeUrl][]) {
+    const target = types[to];
+    const missing = new Set<string>();
+    for (const resource of types[from].wildcard.list) collectMissing(resource, target, missing);
+    for (const set of types[from].named) {
+      if (sameSets(checkedAgainst.get(set), target.named)) continue;
+      let withinShared = true;
+      for (const resource of set.list) {
+        collectMissing(resource, target, missing);
+        withinShared &&= resource.references.every((name) => target.named.some((shared) => shared.get(name)));
+      }
+      if (withinShared) checkedAgainst.set(set, target.named);
+    }
+    if (missing.size > 0) {
+      return { ok: false, error: new MissingReferenceError(parts.node, parts.revision, to, [...missing].sort()) };
+    }
+  }
+
+  const snapshot = { node: parts.node, revision: parts.revision, types, resourceCount: distinct.size };
+  return { ok: true, snapshot: Object.freeze(snapshot) as unknown as Snapshot };
+}
+
+function collectMissing(resource: EncodedResource, target: TypeSnapshot, missing: Set<string>): void {
+  for (const name of resource.references) if (!target.get(name)) missing.add(name);
+}
+
+function sameSets(a: readonly ResourceSet[] | undefined, b: readonly ResourceSet[]): boolean {
+  return a !== undefined && a.length === b.length && a.every((set, i) => set === b[i]);
+}
+
+function typeSnapshot(wildcard: ResourceSet, named: readonly ResourceSet[]): TypeSnapshot {
+  const version =
+    named.length === 0 ? wildcard.version : contentHash(wildcard.version, ...named.map((set) => `\n${set.version}`));
+  return Object.freeze({
+    version,
+    wildcard,
+    named: Object.freeze([...named]),
+    get(name: string) {
+      const own = wildcard.get(name);
+      if (own) return own;
+      for (const set of named) {
+        const found = set.get(name);
+        if (found) return found;
+      }
+      return undefined;
+    },
+  });
+}
