@@ -3,15 +3,11 @@
  * library's `sessions` observable show it. Built from an actor snapshot by `viewOf`.
  */
 
-export type SessionState = 'connecting' | 'awaiting-snapshot' | 'serving' | 'disconnected' | 'evicted';
+import type { TypeStatus } from '../xds/stream-ledger.js';
 
-export interface TypeStatus {
-  readonly typeUrl: string;
-  readonly subscription: { readonly wildcard: boolean; readonly names: readonly string[] };
-  readonly sent?: { readonly version: string; readonly nonce: string; readonly resources: number; readonly at: string };
-  readonly acked?: { readonly version: string; readonly nonce: string; readonly at: string };
-  readonly nacked?: { readonly version: string; readonly nonce: string; readonly message: string; readonly at: string };
-}
+export type { TypeStatus };
+
+export type SessionState = 'connecting' | 'awaiting-snapshot' | 'serving' | 'disconnected' | 'evicted';
 
 export interface TransitionRecord {
   readonly at: string;

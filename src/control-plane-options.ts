@@ -1,0 +1,28 @@
+import type { Logger } from 'pino';
+import type { Observable } from 'rxjs';
+import type { ActorOptions, AnyStateMachine } from 'xstate';
+import type { EventLog } from './store/types.js';
+
+/** How to run a control plane; `chancery run` builds this from flags and the environment. */
+export interface ControlPlaneOptions {
+  /** `host:port` for xDS (gRPC); port 0 lets the OS choose. Default `0.0.0.0:5678`. */
+  readonly xdsAddress?: string;
+  /** `host:port` for the HTTP API; `false` for none. Default `127.0.0.1:5681`. */
+  readonly apiAddress?: string | false;
+  /** `memory`, `pglite:<dir>`, `postgres://…`, or an EventLog of your own. Default `memory`. */
+  readonly store?: string | EventLog;
+  /** Names this instance in logs, event authors and the `control_plane.identifier` of responses. */
+  readonly instanceId?: string;
+  /** Watchdog interval in ms: a safety net; store changes regenerate at once. Default 1000. */
+  readonly refreshInterval?: number;
+  /** How long a disconnected session is kept before eviction, in ms. Default 10000. */
+  readonly evictionGrace?: number;
+  /** A pino logger; default: pino at `info` to stdout. */
+  readonly logger?: Logger;
+  /** Replaces the watchdog's interval: each emission is a tick. For tests and embedders. */
+  readonly watchdog?: Observable<unknown>;
+  /** The clock session timers run on (eviction grace); a `SimulatedClock` in tests. */
+  readonly clock?: ActorOptions<AnyStateMachine>['clock'];
+  /** Epoch ms, stamped on session events. Default `Date.now`. */
+  readonly now?: () => number;
+}

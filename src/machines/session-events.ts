@@ -1,0 +1,59 @@
+import type { Snapshot } from '../xds/snapshot.js';
+import type { XdsResponse } from '../xds/stream-ledger.js';
+import type { EndStatus } from '../xds/stream-writer.js';
+import type { TypeUrl } from '../xds/type-urls.js';
+import type { XdsRequest } from '../xds/xds-request.js';
+
+/** A gRPC stream as the session knows it; the call itself stays in the server. */
+export interface StreamInfo {
+  readonly id: string;
+  /** Remote address, for inspection. */
+  readonly peer: string;
+  /** Epoch ms. */
+  readonly openedAt: number;
+}
+
+export type TypedRequest = XdsRequest & { readonly typeUrl: TypeUrl };
+
+/** Why a snapshot could not be generated; `code` is the generator error's code. */
+export interface GenerationFailure {
+  readonly code: string;
+  readonly message: string;
+}
+
+/**
+ * Everything that happens to a session, as facts. The server, the store's change feed, the
+ * watchdog and the generator each turn what they see into one of these; `at` is epoch ms,
+ * stamped at the edge (the machine never reads a clock).
+ */
+export type SessionEvent =
+  /** The first request of a new stream, carrying the node id. */
+  | { readonly type: 'stream.opened'; readonly at: number; readonly stream: StreamInfo; readonly request: TypedRequest }
+  /** A request with no response nonce: a new or changed subscription. */
+  | { readonly type: 'xds.requested'; readonly at: number; readonly streamId: string; readonly request: TypedRequest }
+  /** A request answering a response nonce, without `error_detail`. */
+  | { readonly type: 'xds.acked'; readonly at: number; readonly streamId: string; readonly request: TypedRequest }
+  /** A request with `error_detail`: the client rejected a response. */
+  | { readonly type: 'xds.nacked'; readonly at: number; readonly streamId: string; readonly request: TypedRequest }
+  | { readonly type: 'stream.closed'; readonly at: number; readonly streamId: string; readonly reason: string }
+  | { readonly type: 'snapshot.generated'; readonly at: number; readonly snapshot: Snapshot }
+  | { readonly type: 'snapshot.failed'; readonly at: number; readonly revision: number; readonly error: GenerationFailure }
+  /** The store's projection moved to `revision`. */
+  | { readonly type: 'store.advanced'; readonly at: number; readonly revision: number }
+  /** The watchdog's safety-net tick, with the store's current revision. */
+  | { readonly type: 'watchdog.ticked'; readonly at: number; readonly revision: number }
+  | { readonly type: 'shutdown.requested'; readonly at: number; readonly reason: string };
+
+export type SessionEventType = SessionEvent['type'];
+
+export type { EndStatus };
+
+/**
+ * What a session asks the outside world to do. The registry carries these out: it runs the
+ * generator, and the stream writer sends bytes or ends a stream.
+ */
+export type SessionIntent =
+  | { readonly type: 'generate' }
+  | { readonly type: 'send'; readonly streamId: string; readonly response: XdsResponse }
+  | { readonly type: 'end'; readonly streamId: string; readonly status: EndStatus }
+  | { readonly type: 'nacked'; readonly typeUrl: TypeUrl; readonly version: string; readonly nonce: string; readonly message: string };

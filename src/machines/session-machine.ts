@@ -1,0 +1,165 @@
+import { assertEvent, assign, emit, enqueueActions, setup } from 'xstate';
+import { parseNodeId } from '../mesh/node-id.js';
+import { StreamLedger } from '../xds/stream-ledger.js';
+import type { Snapshot } from '../xds/snapshot.js';
+import { servedSnapshot, streamPhase, type SessionContext, type SessionInput } from './session-context.js';
+import { answerIntents, pushIntents } from './session-effects.js';
+import type { EndStatus, SessionEvent, SessionIntent } from './session-events.js';
+import { isDataplaneGone } from './generation-failure.js';
+
+/**
+ * The life of one dataplane's session (DESIGN.md section 4). One root actor per node; the
+ * registry creates it on the first request of a stream and drops it when it is evicted.
+ *
+ * The only actions that send anything are `push` and `answer`, and both require the
+ * Snapshot being served as a parameter: there is no way to push from `connecting` or
+ * `awaiting-snapshot`, and no snapshot to push from anywhere else (I1).
+ */
+export const sessionMachine = setup({
+  types: {
+    context: {} as SessionContext,
+    events: {} as SessionEvent,
+    input: {} as SessionInput,
+    emitted: {} as SessionIntent,
+  },
+  actions: {
+    adoptStream: assign(({ event, context }) => {
+      assertEvent(event, 'stream.opened');
+      const ledger = new StreamLedger(event.stream.id);
+      ledger.receive(event.request, event.at);
+      return { phase: { state: 'awaiting-snapshot' as const, stream: event.stream, ledger }, attempted: context.attempted };
+    }),
+    supersede: enqueueActions(({ context, enqueue }) => {
+      // I4: the newer stream owns the node; the older one is ended and can no longer touch it.
+      const message = `superseded by a newer stream from node ${context.node}`;
+      enqueue.emit({ type: 'end', streamId: streamPhase(context).stream.id, status: { code: 'ABORTED', message } });
+    }),
+    refuseNode: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'stream.opened');
+      const parsed = parseNodeId(context.node);
+      const message = `${parsed.ok ? `node id "${context.node}" is invalid` : parsed.reason}; it must be <mesh>.<name> naming a Dataplane`;
+      enqueue.emit({ type: 'end', streamId: event.stream.id, status: { code: 'INVALID_ARGUMENT', message } });
+    }),
+    requestSnapshot: emit({ type: 'generate' }),
+    serve: assign(({ event, context }) => {
+      assertEvent(event, 'snapshot.generated');
+      const { stream, ledger } = streamPhase(context);
+      const { snapshot } = event;
+      return { phase: { state: 'serving' as const, stream, ledger, snapshot }, attempted: snapshot.revision, error: undefined };
+    }),
+    push: enqueueActions(({ context, event, enqueue }, params: { snapshot: Snapshot }) => {
+      for (const intent of pushIntents(streamPhase(context).ledger, params.snapshot, event.at)) enqueue.emit(intent);
+    }),
+    answer: enqueueActions(({ context, event, enqueue }, params: { snapshot: Snapshot }) => {
+      assertEvent(event, ['xds.requested', 'xds.acked', 'xds.nacked']);
+      const intents = answerIntents(streamPhase(context).ledger, event.request, event.at, params.snapshot);
+      for (const intent of intents) enqueue.emit(intent);
+    }),
+    record: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, ['xds.requested', 'xds.acked', 'xds.nacked']);
+      for (const intent of answerIntents(streamPhase(context).ledger, event.request, event.at, undefined)) enqueue.emit(intent);
+    }),
+    recordFailure: assign(({ event }) => {
+      assertEvent(event, 'snapshot.failed');
+      return { attempted: event.revision, error: event.error };
+    }),
+    release: assign(({ event, context }) => {
+      assertEvent(event, 'stream.closed');
+      const { stream, ledger } = streamPhase(context);
+      // Keep what the stream was sent as a record for inspection; nothing that could be pushed.
+      return { phase: { state: 'disconnected' as const, since: event.at, lastStream: stream, types: ledger.status() } };
+    }),
+    endStream: enqueueActions(({ context, enqueue }, params: EndStatus) => {
+      enqueue.emit({ type: 'end', streamId: streamPhase(context).stream.id, status: params });
+    }),
+    markEvicted: assign({ phase: { state: 'evicted' as const } }),
+  },
+  guards: {
+    validNode: ({ context }) => parseNodeId(context.node).ok,
+    currentStream: ({ context, event }) => {
+      const { phase } = context;
+      return 'streamId' in event && 'stream' in phase && event.streamId === phase.stream.id;
+    },
+    behind: ({ context, event }) => 'revision' in event && event.revision > context.attempted,
+    dataplaneGone: ({ event }) => event.type === 'snapshot.failed' && isDataplaneGone(event.error),
+  },
+  delays: {
+    evictionGrace: ({ context }) => context.evictionGrace,
+  },
+}).createMachine({
+  id: 'session',
+  context: ({ input }) => ({ node: input.node, evictionGrace: input.evictionGrace, phase: { state: 'connecting' }, attempted: 0 }),
+  initial: 'connecting',
+  states: {
+    connecting: {
+      on: {
+        'stream.opened': [
+          { guard: 'validNode', target: 'awaiting-snapshot', actions: 'adoptStream' },
+          { target: 'evicted', actions: 'refuseNode' },
+        ],
+      },
+    },
+    'awaiting-snapshot': {
+      // I2: generation starts on connect, not at the next watchdog tick.
+      entry: 'requestSnapshot',
+      on: {
+        'snapshot.generated': {
+          target: 'serving',
+          actions: ['serve', { type: 'push', params: ({ event }) => ({ snapshot: event.snapshot }) }],
+        },
+        'snapshot.failed': { actions: 'recordFailure' },
+        'xds.requested': { guard: 'currentStream', actions: 'record' },
+        'xds.acked': { guard: 'currentStream', actions: 'record' },
+        'xds.nacked': { guard: 'currentStream', actions: 'record' },
+        'store.advanced': { guard: 'behind', actions: 'requestSnapshot' },
+        'watchdog.ticked': { guard: 'behind', actions: 'requestSnapshot' },
+        'stream.closed': { guard: 'currentStream', target: 'disconnected', actions: 'release' },
+        'stream.opened': { target: 'awaiting-snapshot', reenter: true, actions: ['supersede', 'adoptStream'] },
+        'shutdown.requested': {
+          target: 'evicted',
+          actions: { type: 'endStream', params: ({ event }) => ({ code: 'UNAVAILABLE', message: event.reason }) },
+        },
+      },
+    },
+    serving: {
+      on: {
+        'snapshot.generated': {
+          actions: ['serve', { type: 'push', params: ({ event }) => ({ snapshot: event.snapshot }) }],
+        },
+        'snapshot.failed': [
+          {
+            guard: 'dataplaneGone',
+            target: 'evicted',
+            actions: { type: 'endStream', params: ({ event }) => ({ code: 'NOT_FOUND', message: event.error.message }) },
+          },
+          // Any other failure keeps the configuration the node has; it is shown, never pushed (I1).
+          { actions: 'recordFailure' },
+        ],
+        'xds.requested': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
+        'xds.acked': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
+        'xds.nacked': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
+        'store.advanced': { guard: 'behind', actions: 'requestSnapshot' },
+        'watchdog.ticked': { guard: 'behind', actions: 'requestSnapshot' },
+        'stream.closed': { guard: 'currentStream', target: 'disconnected', actions: 'release' },
+        'stream.opened': { target: 'awaiting-snapshot', actions: ['supersede', 'adoptStream'] },
+        'shutdown.requested': {
+          target: 'evicted',
+          actions: { type: 'endStream', params: ({ event }) => ({ code: 'UNAVAILABLE', message: event.reason }) },
+        },
+      },
+    },
+    disconnected: {
+      after: { evictionGrace: { target: 'evicted' } },
+      on: {
+        'stream.opened': { target: 'awaiting-snapshot', actions: 'adoptStream' },
+        'shutdown.requested': { target: 'evicted' },
+      },
+    },
+    evicted: {
+      type: 'final',
+      entry: 'markEvicted',
+    },
+  },
+});
+
+export type SessionMachine = typeof sessionMachine;

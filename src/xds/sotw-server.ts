@@ -1,0 +1,139 @@
+import {
+  Server,
+  ServerCredentials,
+  status as grpcStatus,
+  type ServerDuplexStream,
+  type ServerUnaryCall,
+  type sendUnaryData,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { ADS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from './grpc-services.js';
+import { ResponseEncoder } from './response-encoder.js';
+import type { XdsResponse } from './stream-ledger.js';
+import { StreamWriter, type StreamSink } from './stream-writer.js';
+import { isTypeUrl, PUSH_ORDER, type TypeUrl } from './type-urls.js';
+import { decodeRequest, type XdsRequest } from './xds-request.js';
+
+type TypedRequest = XdsRequest & { readonly typeUrl: TypeUrl };
+
+/** What the server reports to; the session registry implements it. */
+export interface SessionGateway {
+  open(stream: { id: string; peer: string; openedAt: number }, sink: StreamSink, node: string, request: TypedRequest): void;
+  request(node: string, streamId: string, kind: 'xds.requested' | 'xds.acked' | 'xds.nacked', request: TypedRequest): void;
+  close(node: string, streamId: string, reason: string): void;
+}
+
+export interface XdsServerOptions {
+  readonly gateway: SessionGateway;
+  readonly instanceId: string;
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** Told of every response written, for metrics and tests. */
+  readonly onSent?: (node: string, response: XdsResponse, bytes: number) => void;
+}
+
+/**
+ * The xDS gRPC server: ADS State-of-the-World. It translates wire messages into session
+ * events and session intents into bytes, and decides nothing else. Delta and the per-type
+ * services answer UNIMPLEMENTED rather than accepting a stream they would never answer
+ * (kuma#18329).
+ */
+export class XdsServer {
+  readonly #options: XdsServerOptions;
+  readonly #server = new Server({ 'grpc.max_concurrent_streams': 100_000 });
+  readonly #encoder: ResponseEncoder;
+  #streams = 0;
+
+  constructor(options: XdsServerOptions) {
+    this.#options = options;
+    this.#encoder = new ResponseEncoder(options.instanceId);
+    const unimplemented = (what: string) => (call: ServerDuplexStream<unknown, unknown>) =>
+      call.emit('error', { code: grpcStatus.UNIMPLEMENTED, details: `${what} is not implemented by Chancery; use ADS StreamAggregatedResources (State of the World)` });
+    const unimplementedUnary = (what: string) => (_call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) =>
+      callback({ code: grpcStatus.UNIMPLEMENTED, details: `${what} is not implemented by Chancery; use ADS StreamAggregatedResources (State of the World)` });
+
+    this.#server.addService(serviceDefinition(ADS_SERVICE, decodeRequest), {
+      StreamAggregatedResources: (call: ServerDuplexStream<XdsRequest, Uint8Array>) => this.#serve(call),
+      DeltaAggregatedResources: unimplemented('Delta xDS (DeltaAggregatedResources)'),
+    } satisfies UntypedServiceImplementation);
+    for (const service of PER_TYPE_SERVICES) {
+      const definition = serviceDefinition(service, decodeRequest);
+      const implementation: UntypedServiceImplementation = {};
+      for (const [method, spec] of Object.entries(definition)) {
+        const what = `${service}/${method}`;
+        implementation[method] = spec.requestStream ? unimplemented(what) : unimplementedUnary(what);
+      }
+      this.#server.addService(definition, implementation);
+    }
+  }
+
+  /** Binds `host:port` (port 0 lets the OS choose) and resolves with the bound address. */
+  listen(address: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.#server.bindAsync(address, ServerCredentials.createInsecure(), (error, port) => {
+        if (error) reject(error);
+        else resolve(`${address.slice(0, address.lastIndexOf(':'))}:${port}`);
+      });
+    });
+  }
+
+  /** Waits for open calls to finish (sessions end them first), forcing after `timeoutMs`. */
+  close(timeoutMs = 5_000): Promise<void> {
+    return new Promise((resolve) => {
+      const force = setTimeout(() => {
+        this.#server.forceShutdown();
+        resolve();
+      }, timeoutMs);
+      this.#server.tryShutdown(() => {
+        clearTimeout(force);
+        resolve();
+      });
+    });
+  }
+
+  #serve(call: ServerDuplexStream<XdsRequest, Uint8Array>): void {
+    const { gateway, instanceId, logger, now, onSent } = this.#options;
+    const streamId = `${instanceId}/${++this.#streams}`;
+    let node: string | undefined;
+    const writer = new StreamWriter(call, this.#encoder, onSent && ((response, bytes) => onSent(node ?? '', response, bytes)));
+    let closed = false;
+    const close = (reason: string) => {
+      if (closed) return;
+      closed = true;
+      writer.closed();
+      if (node !== undefined) gateway.close(node, streamId, reason);
+    };
+
+    call.on('data', (request: XdsRequest) => {
+      if (!isTypeUrl(request.typeUrl)) {
+        writer.end({
+          code: 'INVALID_ARGUMENT',
+          message: `type URL "${request.typeUrl}" is not served by Chancery${node ? ` (node ${node})` : ''}; it serves ${PUSH_ORDER.join(', ')}`,
+        });
+        return close('unsupported type URL');
+      }
+      const typed = request as TypedRequest;
+      if (node === undefined) {
+        // xDS: only the first request on a stream is guaranteed to carry the node.
+        if (request.nodeId === undefined) {
+          writer.end({ code: 'INVALID_ARGUMENT', message: 'the first DiscoveryRequest on a stream must carry node.id (<mesh>.<name>)' });
+          return close('no node id');
+        }
+        node = request.nodeId;
+        logger.debug({ node, stream: streamId, peer: call.getPeer() }, 'stream opened');
+        gateway.open({ id: streamId, peer: call.getPeer(), openedAt: now() }, writer, node, typed);
+        return;
+      }
+      const kind = request.errorDetail ? 'xds.nacked' : request.responseNonce !== '' ? 'xds.acked' : 'xds.requested';
+      gateway.request(node, streamId, kind, typed);
+    });
+    call.on('end', () => {
+      close('client closed the stream');
+      call.end();
+    });
+    call.on('cancelled', () => close('stream cancelled'));
+    call.on('error', (error: Error) => close(`stream error: ${error.message}`));
+    call.on('close', () => close('stream closed'));
+  }
+}

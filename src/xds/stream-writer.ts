@@ -1,0 +1,52 @@
+import { status as grpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
+import type { ResponseEncoder } from './response-encoder.js';
+import type { XdsResponse } from './stream-ledger.js';
+
+/** A gRPC status to end a stream with; the message names the node and why. */
+export interface EndStatus {
+  readonly code: 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'ABORTED' | 'UNAVAILABLE' | 'UNIMPLEMENTED';
+  readonly message: string;
+}
+
+/** Where a session's intents for one stream go. */
+export interface StreamSink {
+  send(response: XdsResponse): void;
+  end(status: EndStatus): void;
+}
+
+/**
+ * Writes a session's responses to one gRPC stream, in the order they were decided. Once the
+ * stream has ended or closed, nothing more is written: a tick or a store change can never
+ * write to a closed stream (kuma#13626).
+ */
+export class StreamWriter implements StreamSink {
+  #open = true;
+
+  constructor(
+    readonly call: ServerDuplexStream<unknown, Uint8Array>,
+    readonly encoder: ResponseEncoder,
+    readonly onSent?: (response: XdsResponse, bytes: number) => void,
+  ) {}
+
+  get open(): boolean {
+    return this.#open;
+  }
+
+  send(response: XdsResponse): void {
+    if (!this.#open) return;
+    const bytes = this.encoder.encode(response);
+    this.call.write(bytes);
+    this.onSent?.(response, bytes.length);
+  }
+
+  end(status: EndStatus): void {
+    if (!this.#open) return;
+    this.#open = false;
+    this.call.emit('error', { code: grpcStatus[status.code], details: status.message });
+  }
+
+  /** The stream closed from the other side; drop anything still owed. */
+  closed(): void {
+    this.#open = false;
+  }
+}
