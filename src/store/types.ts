@@ -47,8 +47,12 @@ export type Write =
 export interface EventLog {
   /**
    * Appends a batch atomically, checking each write's `expected` version against the log.
-   * Rejects with `VersionConflictError` (nothing appended) on a mismatch, and with
+   * Rejects with `VersionConflictError` (nothing appended) on a mismatch, with `NotFoundError`
+   * (nothing appended) when a write deletes a resource that does not exist, and with
    * `StoreUnavailableError` when the backend cannot be reached. Resolves only once committed.
+   *
+   * A key's versions count its events: 1 on create, +1 on each upsert, and a delete records
+   * the deleted version + 1; a re-created key carries on from there, so versions never repeat.
    */
   append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]>;
   /** Events with `seq > after`, in sequence order, at most `limit`. */

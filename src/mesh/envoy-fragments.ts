@@ -1,0 +1,35 @@
+/**
+ * Pieces of Envoy configuration that several generated resources share, in protobufjs
+ * object form (enum names, embedded `Any` as `{ '@type': url, ...fields }`).
+ */
+
+export const TCP_PROXY = 'envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy';
+export const HTTP_CONNECTION_MANAGER =
+  'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
+export const ROUTER = 'envoy.extensions.filters.http.router.v3.Router';
+
+/** An embedded `Any`; `fromObject` encodes it with the named message type. */
+export function typedConfig(messageName: string, fields: object = {}): object {
+  return { '@type': `type.googleapis.com/${messageName}`, ...fields };
+}
+
+/**
+ * Where a Listener's routes or a Cluster's endpoints come from: the same ADS stream, v3. gRPC
+ * accepts only `ads` or `self` here (grpc-js-xds NACKs "rds.config_source.ads and
+ * rds.config_source.self both unset").
+ */
+export const ADS_CONFIG_SOURCE = Object.freeze({ ads: {}, resource_api_version: 'V3' });
+
+export const CONNECT_TIMEOUT = Object.freeze({ seconds: 5 });
+
+export function socketAddress(address: string, port: number): object {
+  return { socket_address: { address, port_value: port } };
+}
+
+/**
+ * Envoy reserves `:` in stat names for tag extraction, and names like `localhost:9001` contain
+ * one; Kuma uses the same substitution.
+ */
+export function statPrefix(name: string): string {
+  return name.replaceAll(':', '_');
+}

@@ -1,0 +1,56 @@
+import { ResourceSet } from '../xds/resource-set.js';
+import {
+  sealSnapshot,
+  type EmptyConfigurationError,
+  type MissingReferenceError,
+  type Snapshot,
+} from '../xds/snapshot.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../xds/type-urls.js';
+import type { Projection } from '../store/types.js';
+import { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from './errors.js';
+import { meshServices } from './mesh-services.js';
+import { nodeResources } from './node-resources.js';
+import { parseNodeId } from './node-id.js';
+
+export type GenerateError =
+  | InvalidNodeIdError
+  | MeshNotFoundError
+  | DataplaneNotFoundError
+  | EmptyConfigurationError
+  | MissingReferenceError;
+
+export type GenerateResult =
+  | { readonly ok: true; readonly snapshot: Snapshot }
+  | { readonly ok: false; readonly error: GenerateError };
+
+/**
+ * The configuration of `node` at `projection.revision` (DESIGN §6): pure and deterministic,
+ * so every instance produces the same versions for the same projection (I6). A node's
+ * wildcard sets hold its own Envoy listeners and clusters; its named sets are the mesh's
+ * service resources, the same objects for every node of the mesh. Encoding happens only for
+ * what changed since the last call: a Dataplane or mesh left as it was costs no encoding.
+ * Returns an error, never a placeholder, when there is nothing to push (I1).
+ */
+export function generate(node: string, projection: Projection): GenerateResult {
+  const { revision } = projection;
+  const id = parseNodeId(node);
+  if (!id.ok) return { ok: false, error: new InvalidNodeIdError(node, revision, id.reason) };
+  const state = projection.meshes.get(id.mesh);
+  if (state === undefined) return { ok: false, error: new MeshNotFoundError(node, revision, id.mesh) };
+  const dataplane = state.dataplanes.get(id.name);
+  if (dataplane === undefined) {
+    return { ok: false, error: new DataplaneNotFoundError(node, revision, id.mesh, id.name) };
+  }
+  const services = meshServices(state);
+  const own = nodeResources(dataplane, services);
+  return sealSnapshot({
+    node,
+    revision,
+    types: {
+      [CLUSTER]: { wildcard: own.clusters, named: services.clusters },
+      [ENDPOINT]: { wildcard: services.missingEndpoints(own.outboundServices), named: services.endpoints },
+      [LISTENER]: { wildcard: own.listeners, named: services.listeners },
+      [ROUTE]: { wildcard: ResourceSet.empty, named: services.routes },
+    },
+  });
+}

@@ -1,0 +1,108 @@
+import { ResourceSet } from '../xds/resource-set.js';
+import type { MeshState, Stored } from '../store/types.js';
+import type { Mesh } from './resources.js';
+import { emptyAssignment, serviceResources, type Endpoint, type ServiceResources } from './service-resources.js';
+
+/**
+ * What one mesh state gives every node in it: a set per xDS type holding the resources of
+ * every service (a service exists while an inbound in the mesh has its `tags.service`).
+ * The sets are the `named` part of each node's snapshot, shared by all of them.
+ */
+export class MeshServices {
+  readonly listeners: readonly ResourceSet[];
+  readonly routes: readonly ResourceSet[];
+  readonly clusters: readonly ResourceSet[];
+  readonly endpoints: readonly ResourceSet[];
+  readonly #services: ReadonlyMap<string, ServiceResources>;
+  readonly #memo: MeshMemo;
+
+  constructor(services: ReadonlyMap<string, ServiceResources>, memo: MeshMemo) {
+    this.#services = services;
+    this.#memo = memo;
+    const previous = memo.last;
+    // Listener, route and cluster depend on the service name alone, so while the set of
+    // names is unchanged their sets are reused, and so are the references already checked.
+    const sameNames = previous !== undefined && sameKeys(previous.#services, services);
+    const all = [...services.values()];
+    this.listeners = sameNames ? previous.listeners : [new ResourceSet(all.map((s) => s.listener))];
+    this.routes = sameNames ? previous.routes : [new ResourceSet(all.map((s) => s.route))];
+    this.clusters = sameNames ? previous.clusters : [new ResourceSet(all.map((s) => s.cluster))];
+    const sameEndpoints = sameNames && [...services].every(([name, s]) => previous.#services.get(name) === s);
+    this.endpoints = sameEndpoints ? previous.endpoints : [new ResourceSet(all.map((s) => s.assignment))];
+  }
+
+  /**
+   * Empty ClusterLoadAssignments for those of `services` the mesh does not have, so every
+   * EDS name an Envoy outbound's cluster uses is in its snapshot (I5). Memoised per mesh
+   * by the missing names: nodes calling the same missing services share one set.
+   */
+  missingEndpoints(services: readonly string[]): ResourceSet {
+    let missing: string[] | undefined;
+    for (const service of services) if (!this.#services.has(service)) (missing ??= []).push(service);
+    if (missing === undefined) return ResourceSet.empty;
+    const key = missing.join('\n');
+    let set = this.#memo.emptyEndpoints.get(key);
+    if (set === undefined) {
+      set = new ResourceSet(missing.map(emptyAssignment));
+      this.#memo.emptyEndpoints.set(key, set);
+    }
+    return set;
+  }
+
+  /** The resources of one service, or undefined while no inbound serves it. */
+  service(name: string): ServiceResources | undefined {
+    return this.#services.get(name);
+  }
+}
+
+/** What carries over between states of one mesh, so an unrelated change re-encodes nothing. */
+interface MeshMemo {
+  last: MeshServices | undefined;
+  readonly emptyEndpoints: Map<string, ResourceSet>;
+}
+
+// Keyed by the stored Mesh, which stays the same object while only its dataplanes change and
+// goes (with the memo) when the mesh is deleted or rewritten.
+const memos = new WeakMap<Stored<Mesh>, MeshMemo>();
+const byState = new WeakMap<MeshState, MeshServices>();
+
+/** The shared service sets of a mesh state, built once per state object. */
+export function meshServices(state: MeshState): MeshServices {
+  let services = byState.get(state);
+  if (services === undefined) {
+    services = build(state);
+    byState.set(state, services);
+  }
+  return services;
+}
+
+function build(state: MeshState): MeshServices {
+  let memo = memos.get(state.mesh);
+  if (memo === undefined) {
+    memo = { last: undefined, emptyEndpoints: new Map() };
+    memos.set(state.mesh, memo);
+  }
+  const endpoints = new Map<string, Endpoint[]>();
+  for (const { resource } of state.dataplanes.values()) {
+    const { address, inbound } = resource.networking;
+    for (const { port, tags } of inbound) {
+      const list = endpoints.get(tags.service);
+      if (list === undefined) endpoints.set(tags.service, [{ address, port }]);
+      else list.push({ address, port });
+    }
+  }
+  const mesh = state.mesh.resource.name;
+  const services = new Map<string, ServiceResources>();
+  for (const [service, list] of endpoints) {
+    services.set(service, serviceResources(mesh, service, list, memo.last?.service(service)));
+  }
+  const built = new MeshServices(services, memo);
+  memo.last = built;
+  return built;
+}
+
+function sameKeys(a: ReadonlyMap<string, unknown>, b: ReadonlyMap<string, unknown>): boolean {
+  if (a.size !== b.size) return false;
+  for (const key of a.keys()) if (!b.has(key)) return false;
+  return true;
+}

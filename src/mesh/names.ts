@@ -1,0 +1,28 @@
+/**
+ * The names of generated xDS resources. They are a contract (DESIGN §6): users, dashboards
+ * and gRPC targets (`xds:///<service>`) rely on them, so each is built here and nowhere else.
+ */
+
+/** The Envoy listener for an inbound: bound to the dataplane's address and the inbound port. */
+export function inboundListenerName(address: string, port: number): string {
+  return `inbound:${address}:${port}`;
+}
+
+/** The Envoy listener for an outbound: always bound to loopback, where the app calls it. */
+export function outboundListenerName(port: number): string {
+  return `outbound:127.0.0.1:${port}`;
+}
+
+/** The static cluster an Envoy inbound forwards to: the local application's port. */
+export function localClusterName(servicePort: number): string {
+  return `localhost:${servicePort}`;
+}
+
+/**
+ * The name of a service's Listener, RouteConfiguration, Cluster and ClusterLoadAssignment.
+ * It is the service itself, because a gRPC client asks for Listener `<service>` when it
+ * dials `xds:///<service>` (grpc-js-xds `client_default_listener_resource_name_template` `%s`).
+ */
+export function serviceResourceName(service: string): string {
+  return service;
+}

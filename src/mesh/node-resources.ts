@@ -1,0 +1,101 @@
+import { encodeResource, type EncodedResource } from '../xds/encode.js';
+import { ResourceSet } from '../xds/resource-set.js';
+import { CLUSTER, LISTENER } from '../xds/type-urls.js';
+import type { Stored } from '../store/types.js';
+import { CONNECT_TIMEOUT, TCP_PROXY, socketAddress, statPrefix, typedConfig } from './envoy-fragments.js';
+import { inboundListenerName, localClusterName, outboundListenerName } from './names.js';
+import type { MeshServices } from './mesh-services.js';
+import type { Dataplane } from './resources.js';
+import { edsCluster } from './service-resources.js';
+
+/** What a dataplane gets for itself: an Envoy's wildcard LDS and CDS sets (DESIGN §6). */
+export interface NodeResources {
+  readonly listeners: ResourceSet;
+  readonly clusters: ResourceSet;
+  /** The services its outbounds call, sorted and distinct. */
+  readonly outboundServices: readonly string[];
+}
+
+// A stored Dataplane is a new object only when it is written, so its resources are encoded
+// once per write, not once per push or per change elsewhere in the mesh.
+const memo = new WeakMap<Stored<Dataplane>, NodeResources>();
+
+/**
+ * A dataplane's own resources, built once per stored object. `services` only lends the
+ * EDS clusters it already encoded; a cluster depends on its service name alone, so what is
+ * built does not depend on the mesh state it was first built with.
+ */
+export function nodeResources(stored: Stored<Dataplane>, services: MeshServices): NodeResources {
+  let own = memo.get(stored);
+  if (own === undefined) {
+    own = build(stored.resource, services);
+    memo.set(stored, own);
+  }
+  return own;
+}
+
+function build(dataplane: Dataplane, services: MeshServices): NodeResources {
+  const { address, inbound, outbound } = dataplane.networking;
+  // Keyed by name: two inbounds may share a servicePort and two outbounds a service, and a
+  // response must never carry one name twice (xDS "Grouping").
+  const listeners = new Map<string, EncodedResource>();
+  const clusters = new Map<string, EncodedResource>();
+  for (const { port, servicePort } of inbound) {
+    const cluster = localClusterName(servicePort);
+    const listener = inboundListenerName(address, port);
+    listeners.set(listener, tcpProxyListener(listener, address, port, cluster, 'INBOUND'));
+    if (!clusters.has(cluster)) clusters.set(cluster, localCluster(cluster, servicePort));
+  }
+  for (const { port, service } of outbound) {
+    const listener = outboundListenerName(port);
+    const cluster = services.service(service)?.cluster ?? edsCluster(service);
+    listeners.set(listener, tcpProxyListener(listener, '127.0.0.1', port, cluster.name, 'OUTBOUND'));
+    clusters.set(cluster.name, cluster);
+  }
+  const outboundServices = [...new Set(outbound.map(({ service }) => service))].sort();
+  return Object.freeze({
+    listeners: new ResourceSet(listeners.values()),
+    clusters: new ResourceSet(clusters.values()),
+    outboundServices: Object.freeze(outboundServices),
+  });
+}
+
+function tcpProxyListener(
+  name: string,
+  address: string,
+  port: number,
+  cluster: string,
+  direction: 'INBOUND' | 'OUTBOUND',
+): EncodedResource {
+  return encodeResource(LISTENER, name, {
+    name,
+    address: socketAddress(address, port),
+    traffic_direction: direction,
+    filter_chains: [
+      {
+        filters: [
+          {
+            name: 'envoy.filters.network.tcp_proxy',
+            typed_config: typedConfig(TCP_PROXY, { stat_prefix: statPrefix(cluster), cluster }),
+          },
+        ],
+      },
+    ],
+  });
+}
+
+/**
+ * The application behind an Envoy inbound, on loopback. STATIC: its one endpoint is inline,
+ * so it needs no EDS (grpc-js-xds NACKs STATIC, but gRPC clients never ask for it).
+ */
+function localCluster(name: string, servicePort: number): EncodedResource {
+  return encodeResource(CLUSTER, name, {
+    name,
+    type: 'STATIC',
+    connect_timeout: CONNECT_TIMEOUT,
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: socketAddress('127.0.0.1', servicePort) } }] }],
+    },
+  });
+}

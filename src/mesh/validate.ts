@@ -1,0 +1,220 @@
+import { isIP } from 'node:net';
+import { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
+import type { Dataplane, Inbound, Mesh, Outbound, Resource, Valid } from './resources.js';
+
+export interface ValidationIssue {
+  /** A property path into the input, `networking.inbound[0].port`; `''` is the input itself. */
+  readonly path: string;
+  readonly reason: string;
+}
+
+export type ValidationResult =
+  | { readonly ok: true; readonly resource: Valid<Resource> }
+  | { readonly ok: false; readonly issues: readonly ValidationIssue[] };
+
+type Fields = Readonly<Record<string, unknown>>;
+
+// Unknown fields are refused at every level, so a typo (`inbounds`) is an error rather than
+// a dataplane silently configured without what the user meant.
+const MESH_FIELDS = ['type', 'name'];
+const DATAPLANE_FIELDS = ['type', 'mesh', 'name', 'networking'];
+const NETWORKING_FIELDS = ['address', 'inbound', 'outbound'];
+const INBOUND_FIELDS = ['port', 'servicePort', 'tags'];
+const OUTBOUND_FIELDS = ['port', 'service'];
+
+const PORT_RULE = 'must be an integer from 1 to 65535';
+
+/**
+ * Checks a resource as written by a user (API body, `chancery apply` file) and returns every
+ * issue found, or the normalised resource: frozen, `servicePort` filled in, `inbound` and
+ * `outbound` present, tags sorted. Only a `Valid` resource can be stored or generated from.
+ */
+export function validate(input: unknown): ValidationResult {
+  const issues = new Issues();
+  const resource = readResource(input, issues);
+  if (resource === undefined || issues.count > 0) return { ok: false, issues: Object.freeze(issues.list) };
+  return { ok: true, resource };
+}
+
+class Issues {
+  readonly list: ValidationIssue[] = [];
+
+  get count(): number {
+    return this.list.length;
+  }
+
+  /** Records an issue; returns undefined so a reader can `return issues.add(…)`. */
+  add(path: string, reason: string): undefined {
+    this.list.push(Object.freeze({ path, reason }));
+    return undefined;
+  }
+}
+
+function readResource(input: unknown, issues: Issues): Valid<Resource> | undefined {
+  const fields = readObject(input, '', issues);
+  if (fields === undefined) return undefined;
+  switch (fields.type) {
+    case 'Mesh':
+      return readMesh(fields, issues);
+    case 'Dataplane':
+      return readDataplane(fields, issues);
+    case undefined:
+      return issues.add('type', 'is required');
+    default:
+      return issues.add('type', 'must be "Mesh" or "Dataplane"');
+  }
+}
+
+function readMesh(fields: Fields, issues: Issues): Valid<Mesh> | undefined {
+  rejectUnknown(fields, MESH_FIELDS, '', 'a Mesh', issues);
+  const name = readLabel(fields.name, 'name', issues);
+  if (name === undefined || issues.count > 0) return undefined;
+  const mesh: Mesh = { type: 'Mesh', name };
+  return Object.freeze(mesh) as Valid<Mesh>;
+}
+
+function readDataplane(fields: Fields, issues: Issues): Valid<Dataplane> | undefined {
+  rejectUnknown(fields, DATAPLANE_FIELDS, '', 'a Dataplane', issues);
+  const mesh = readLabel(fields.mesh, 'mesh', issues);
+  const name = readLabel(fields.name, 'name', issues);
+  const networking = readNetworking(fields.networking, 'networking', issues);
+  if (mesh === undefined || name === undefined || networking === undefined || issues.count > 0) return undefined;
+  const dataplane: Dataplane = { type: 'Dataplane', mesh, name, networking };
+  return Object.freeze(dataplane) as Valid<Dataplane>;
+}
+
+function readNetworking(value: unknown, path: string, issues: Issues): Dataplane['networking'] | undefined {
+  const fields = readObject(value, path, issues);
+  if (fields === undefined) return undefined;
+  const before = issues.count;
+  rejectUnknown(fields, NETWORKING_FIELDS, path, 'networking', issues);
+  const address = readAddress(fields.address, `${path}.address`, issues);
+  const inbound = readList(fields.inbound, `${path}.inbound`, issues, readInbound);
+  const outbound = readList(fields.outbound, `${path}.outbound`, issues, readOutbound);
+  checkPortsDistinct(fields, path, issues);
+  if (address === undefined || inbound === undefined || outbound === undefined || issues.count > before) {
+    return undefined;
+  }
+  return Object.freeze({ address, inbound, outbound });
+}
+
+function readInbound(value: unknown, path: string, issues: Issues): Inbound | undefined {
+  const fields = readObject(value, path, issues);
+  if (fields === undefined) return undefined;
+  const before = issues.count;
+  rejectUnknown(fields, INBOUND_FIELDS, path, 'an inbound', issues);
+  const port = readPort(fields.port, `${path}.port`, issues);
+  const servicePort = fields.servicePort === undefined ? port : readPort(fields.servicePort, `${path}.servicePort`, issues);
+  const tags = readTags(fields.tags, `${path}.tags`, issues);
+  if (port === undefined || servicePort === undefined || tags === undefined || issues.count > before) return undefined;
+  return Object.freeze({ port, servicePort, tags });
+}
+
+function readOutbound(value: unknown, path: string, issues: Issues): Outbound | undefined {
+  const fields = readObject(value, path, issues);
+  if (fields === undefined) return undefined;
+  const before = issues.count;
+  rejectUnknown(fields, OUTBOUND_FIELDS, path, 'an outbound', issues);
+  const port = readPort(fields.port, `${path}.port`, issues);
+  // The service names the EDS cluster the outbound routes to.
+  const service = readLabel(fields.service, `${path}.service`, issues);
+  if (port === undefined || service === undefined || issues.count > before) return undefined;
+  return Object.freeze({ port, service });
+}
+
+function readTags(value: unknown, path: string, issues: Issues): Inbound['tags'] | undefined {
+  const fields = readObject(value, path, issues);
+  if (fields === undefined) return undefined;
+  const before = issues.count;
+  // tags.service becomes resource names and an `xds:///<service>` target (DESIGN §6).
+  const service = readLabel(fields.service, `${path}.service`, issues);
+  const tags: Record<string, string> = {};
+  for (const key of Object.keys(fields).sort()) {
+    const tag = fields[key];
+    if (typeof tag === 'string') tags[key] = tag;
+    else if (key !== 'service') issues.add(pathOf(path, key), 'must be a string');
+  }
+  if (service === undefined || issues.count > before) return undefined;
+  return Object.freeze({ ...tags, service });
+}
+
+/** Inbound listeners bind `<address>:<port>` and outbound ones `127.0.0.1:<port>`: no port twice. */
+function checkPortsDistinct(fields: Fields, path: string, issues: Issues): void {
+  const firstUse = new Map<number, string>();
+  for (const direction of ['inbound', 'outbound'] as const) {
+    const list = fields[direction];
+    if (!Array.isArray(list)) continue;
+    list.forEach((entry: unknown, index) => {
+      const port = isFields(entry) ? entry.port : undefined;
+      if (!isPort(port)) return;
+      const here = `${path}.${direction}[${index}].port`;
+      const first = firstUse.get(port);
+      if (first === undefined) firstUse.set(port, here);
+      else issues.add(here, `port ${port} is already used by ${first}`);
+    });
+  }
+}
+
+function readList<T>(
+  value: unknown,
+  path: string,
+  issues: Issues,
+  readItem: (item: unknown, path: string, issues: Issues) => T | undefined,
+): readonly T[] | undefined {
+  if (value === undefined) return Object.freeze([]);
+  if (!Array.isArray(value)) return issues.add(path, 'must be an array');
+  const items: T[] = [];
+  let complete = true;
+  value.forEach((item: unknown, index) => {
+    const read = readItem(item, `${path}[${index}]`, issues);
+    if (read === undefined) complete = false;
+    else items.push(read);
+  });
+  return complete ? Object.freeze(items) : undefined;
+}
+
+function readObject(value: unknown, path: string, issues: Issues): Fields | undefined {
+  if (value === undefined && path !== '') return issues.add(path, 'is required');
+  return isFields(value) ? value : issues.add(path, 'must be an object');
+}
+
+function readLabel(value: unknown, path: string, issues: Issues): string | undefined {
+  if (value === undefined) return issues.add(path, 'is required');
+  if (typeof value !== 'string') return issues.add(path, 'must be a string');
+  return isDnsLabel(value) ? value : issues.add(path, DNS_LABEL_RULE);
+}
+
+function readPort(value: unknown, path: string, issues: Issues): number | undefined {
+  if (value === undefined) return issues.add(path, 'is required');
+  return isPort(value) ? value : issues.add(path, PORT_RULE);
+}
+
+function readAddress(value: unknown, path: string, issues: Issues): string | undefined {
+  if (value === undefined) return issues.add(path, 'is required');
+  if (typeof value !== 'string') return issues.add(path, 'must be a string');
+  // It becomes an EDS endpoint address, and gRPC refuses hostnames there (NACK "not a valid
+  // IPv4 or IPv6 address").
+  return isIP(value) === 0 ? issues.add(path, 'must be an IPv4 or IPv6 address') : value;
+}
+
+function rejectUnknown(fields: Fields, known: readonly string[], path: string, what: string, issues: Issues): void {
+  for (const key of Object.keys(fields)) {
+    if (!known.includes(key)) issues.add(pathOf(path, key), `unknown field; ${what} has ${known.join(', ')}`);
+  }
+}
+
+function isFields(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isPort(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 65535;
+}
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+/** `a.b` for a plain key, `a["kuma.io/zone"]` for one that would read ambiguously. */
+function pathOf(parent: string, key: string): string {
+  if (!IDENTIFIER.test(key)) return `${parent}[${JSON.stringify(key)}]`;
+  return parent === '' ? key : `${parent}.${key}`;
+}

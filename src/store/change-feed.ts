@@ -1,0 +1,121 @@
+import { filter, firstValueFrom, merge, ReplaySubject, type Observable, type Subscription } from 'rxjs';
+import { StoreUnavailableError } from './errors.js';
+import { applyEvents, emptyProjection } from './projection.js';
+import type { EventLog, Projection, Seq } from './types.js';
+
+export interface ChangeFeedOptions {
+  /** The periodic resync: each value triggers a catch-up, covering lost wake-ups (I7). */
+  readonly resync: Observable<unknown>;
+  /** Events per `readAfter`. */
+  readonly pageSize: number;
+  /** Told of each failed catch-up; the feed retries on the next wake-up or resync. */
+  readonly onError?: ((error: StoreUnavailableError) => void) | undefined;
+}
+
+/**
+ * Follows an event log and folds it into projections (I7): a wake-up or a resync only starts
+ * a catch-up, and `readAfter(revision)` is the truth. Catch-ups never overlap; triggers that
+ * arrive during one coalesce into one more, so an event committed mid-read is not missed.
+ *
+ * A catch-up reads to the end of the log before emitting, so no consumer sees a half-read
+ * log; one that fails emits nothing and keeps the last projection, because an outage must
+ * never look like "no resources" (an empty configuration, I1).
+ */
+export class ChangeFeed {
+  readonly #log: EventLog;
+  readonly #triggers: Observable<unknown>;
+  readonly #pageSize: number;
+  readonly #onError: ((error: StoreUnavailableError) => void) | undefined;
+  /** Replays the latest projection; emits nothing before the log has an event. */
+  readonly #emitted = new ReplaySubject<Projection>(1);
+  readonly projections: Observable<Projection> = this.#emitted.asObservable();
+  #projection = emptyProjection();
+  #subscription: Subscription | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+  #failure: StoreUnavailableError | undefined;
+
+  constructor(log: EventLog, options: ChangeFeedOptions) {
+    this.#log = log;
+    this.#triggers = merge(log.wakeups, options.resync);
+    this.#pageSize = options.pageSize;
+    this.#onError = options.onError;
+  }
+
+  /** The latest projection read (revision 0 until the first catch-up). */
+  get projection(): Projection {
+    return this.#projection;
+  }
+
+  /** Follows the log, and resolves once caught up; rejects (and stops) if that first read fails. */
+  async start(): Promise<void> {
+    // Subscribe before the first read: a wake-up during it coalesces into another catch-up.
+    this.#subscription = this.#triggers.subscribe(() => this.catchUp());
+    this.catchUp();
+    await this.#running;
+    if (this.#failure !== undefined) {
+      const failure = this.#failure;
+      await this.stop();
+      throw failure;
+    }
+  }
+
+  /** Asks for a catch-up: starts one, or queues one more if one is running. */
+  catchUp(): void {
+    if (this.#stopped) return;
+    if (this.#running === undefined) this.#running = this.#drain();
+    else this.#again = true;
+  }
+
+  /** Resolves once the projection includes `seq`; rejects if the feed stops first. */
+  async applied(seq: Seq): Promise<Projection> {
+    if (this.#projection.revision >= seq) return this.#projection;
+    try {
+      return await firstValueFrom(this.#emitted.pipe(filter((projection) => projection.revision >= seq)));
+    } catch (error) {
+      throw new StoreUnavailableError(`waiting for seq ${seq}: the store closed first`, { cause: error });
+    }
+  }
+
+  /** Stops following, waits for a running catch-up, and completes `projections`. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#subscription?.unsubscribe();
+    await this.#running;
+    this.#emitted.complete();
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      do {
+        this.#again = false;
+        await this.#readToEnd();
+      } while (this.#again && !this.#stopped);
+    } finally {
+      this.#running = undefined;
+    }
+  }
+
+  async #readToEnd(): Promise<void> {
+    let next = this.#projection;
+    try {
+      for (;;) {
+        const events = await this.#log.readAfter(next.revision, this.#pageSize);
+        next = applyEvents(next, events);
+        if (events.length < this.#pageSize) break;
+      }
+    } catch (error) {
+      this.#failure =
+        error instanceof StoreUnavailableError
+          ? error
+          : new StoreUnavailableError(`reading events after seq ${next.revision}`, { cause: error });
+      this.#onError?.(this.#failure);
+      return;
+    }
+    this.#failure = undefined;
+    if (this.#stopped || next.revision <= this.#projection.revision) return;
+    this.#projection = next;
+    this.#emitted.next(next);
+  }
+}

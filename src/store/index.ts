@@ -1,0 +1,25 @@
+export { describeKey } from './describe-key.js';
+export { MeshNotFoundError, NotFoundError, StoreUnavailableError, VersionConflictError } from './errors.js';
+export { MemoryEventLog, type MemoryEventLogOptions } from './memory-event-log.js';
+export { applyEvents, emptyProjection } from './projection.js';
+export {
+  createMemoryStore,
+  createResourceStore,
+  type MemoryStoreOptions,
+  type ResourceStoreOptions,
+} from './resource-store.js';
+export {
+  asResourceVersion,
+  asSeq,
+  type Author,
+  type EventLog,
+  type MeshState,
+  type Projection,
+  type ResourceEvent,
+  type ResourceStore,
+  type ResourceVersion,
+  type Seq,
+  type Stored,
+  type Write,
+  type WriteOptions,
+} from './types.js';

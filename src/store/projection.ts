@@ -1,0 +1,115 @@
+import type { Dataplane, Mesh, Resource, Valid } from '../mesh/resources.js';
+import { asSeq, type MeshState, type Projection, type ResourceEvent, type Seq, type Stored } from './types.js';
+
+/** The projection of an empty log: revision 0, no meshes. */
+export function emptyProjection(): Projection {
+  return { revision: asSeq(0), meshes: new Map() };
+}
+
+/**
+ * Folds events into a projection, purely: the input is never changed. Only meshes the batch
+ * touches get a new `MeshState`; the others keep their object, which consumers memoise on
+ * (the generator, at 10,000 dataplanes). Each touched mesh's dataplanes are copied once per
+ * batch, not once per event.
+ *
+ * Each event is applied once, in order (I7): one with `seq <= revision` was already applied
+ * and is skipped. Gaps are fine (Postgres sequences skip values of rolled-back transactions).
+ * A Dataplane event for a mesh that does not exist is skipped, deterministically on every
+ * instance: its mesh was deleted by a batch that raced it.
+ */
+export function applyEvents(projection: Projection, events: readonly ResourceEvent[]): Projection {
+  const batch = new Batch(projection);
+  let revision = projection.revision;
+  for (const event of events) {
+    if (event.seq <= revision) continue;
+    revision = event.seq;
+    if (event.kind === 'upserted') {
+      const resource = event.resource;
+      if (resource.type === 'Mesh') batch.putMesh(storedOf(resource, event));
+      else batch.putDataplane(storedOf(resource, event));
+    } else if (event.key.type === 'Mesh') {
+      batch.deleteMesh(event.key.name);
+    } else {
+      batch.deleteDataplane(event.key.mesh, event.key.name);
+    }
+  }
+  return revision === projection.revision ? projection : batch.finish(revision);
+}
+
+/** What the store holds of a resource, as of the event that wrote it. */
+export function storedOf<T extends Resource>(resource: Valid<T>, event: ResourceEvent): Stored<T> {
+  return { resource, version: event.version, seq: event.seq, updatedAt: event.at };
+}
+
+/**
+ * A mesh the batch has looked at. `origin` is its state before the batch (none for a new
+ * mesh); its dataplanes are `shared` with that state until the batch changes one, then `copied`.
+ */
+interface Draft {
+  readonly origin: MeshState | undefined;
+  mesh: Stored<Mesh>;
+  readonly shared: ReadonlyMap<string, Stored<Dataplane>>;
+  copied: Map<string, Stored<Dataplane>> | undefined;
+}
+
+/** The copy-on-write state of one `applyEvents` call. */
+class Batch {
+  readonly #base: Projection;
+  /** A copy of the base's meshes, made on the first change. */
+  #meshes: Map<string, MeshState> | undefined;
+  readonly #drafts = new Map<string, Draft>();
+
+  constructor(base: Projection) {
+    this.#base = base;
+  }
+
+  putMesh(mesh: Stored<Mesh>): void {
+    const draft = this.#draft(mesh.resource.name);
+    if (draft === undefined) this.#drafts.set(mesh.resource.name, { origin: undefined, mesh, shared: new Map(), copied: undefined });
+    else draft.mesh = mesh;
+  }
+
+  deleteMesh(name: string): void {
+    this.#drafts.delete(name);
+    if ((this.#meshes ?? this.#base.meshes).has(name)) this.#writableMeshes().delete(name);
+  }
+
+  putDataplane(dataplane: Stored<Dataplane>): void {
+    const draft = this.#draft(dataplane.resource.mesh);
+    if (draft !== undefined) writableDataplanes(draft).set(dataplane.resource.name, dataplane);
+  }
+
+  deleteDataplane(mesh: string, name: string): void {
+    const draft = this.#draft(mesh);
+    if (draft !== undefined && (draft.copied ?? draft.shared).has(name)) writableDataplanes(draft).delete(name);
+  }
+
+  finish(revision: Seq): Projection {
+    for (const [name, draft] of this.#drafts) {
+      // A mesh the batch only looked at keeps its object: consumers memoise on identity.
+      if (draft.copied === undefined && draft.mesh === draft.origin?.mesh) continue;
+      this.#writableMeshes().set(name, { mesh: draft.mesh, dataplanes: draft.copied ?? draft.shared });
+    }
+    return { revision, meshes: this.#meshes ?? this.#base.meshes };
+  }
+
+  /** The mesh's draft; undefined when the mesh does not exist at this point of the batch. */
+  #draft(name: string): Draft | undefined {
+    let draft = this.#drafts.get(name);
+    if (draft === undefined) {
+      const origin = (this.#meshes ?? this.#base.meshes).get(name);
+      if (origin === undefined) return undefined;
+      draft = { origin, mesh: origin.mesh, shared: origin.dataplanes, copied: undefined };
+      this.#drafts.set(name, draft);
+    }
+    return draft;
+  }
+
+  #writableMeshes(): Map<string, MeshState> {
+    return (this.#meshes ??= new Map(this.#base.meshes));
+  }
+}
+
+function writableDataplanes(draft: Draft): Map<string, Stored<Dataplane>> {
+  return (draft.copied ??= new Map(draft.shared));
+}

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { generate } from '../../src/mesh/generator.js';
+import type { MeshState, Projection } from '../../src/store/types.js';
+import { encodeCount } from '../../src/xds/encode.js';
+import type { Snapshot } from '../../src/xds/snapshot.js';
+import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE } from '../../src/xds/type-urls.js';
+import { meshState, projection, storedDataplane, storedMesh, withDataplane } from './fixtures.js';
+
+const SERVICES = 10;
+const NODES = 100;
+
+/** NODES Envoy sidecars, each serving service s<i % SERVICES> and calling the next service. */
+function sidecarMesh(): MeshState {
+  return meshState(
+    storedMesh(),
+    Array.from({ length: NODES }, (_, i) =>
+      storedDataplane({
+        name: `dp-${i}`,
+        address: `10.0.${Math.floor(i / 250)}.${i % 250}`,
+        inbound: [{ port: 10001, servicePort: 9001, tags: { service: `s${i % SERVICES}` } }],
+        outbound: [{ port: 20001, service: `s${(i + 1) % SERVICES}` }],
+      }),
+    ),
+  );
+}
+
+function generateAll(at: Projection, nodes: readonly string[]): Map<string, Snapshot> {
+  return new Map(
+    nodes.map((node) => {
+      const result = generate(node, at);
+      if (!result.ok) throw result.error;
+      return [node, result.snapshot];
+    }),
+  );
+}
+
+const nodes = Array.from({ length: NODES }, (_, i) => `default.dp-${i}`);
+
+/** dp-3 (service s3) moves its inbound to another port: one endpoint of s3 changes. */
+function moveOneEndpoint(state: MeshState): MeshState {
+  return withDataplane(
+    state,
+    storedDataplane(
+      {
+        name: 'dp-3',
+        address: '10.0.0.3',
+        inbound: [{ port: 10002, servicePort: 9001, tags: { service: 's3' } }],
+        outbound: [{ port: 20001, service: 's4' }],
+      },
+      2,
+    ),
+  );
+}
+
+describe('generation reuses what did not change', () => {
+  it('does no encoding for a node whose Dataplane and mesh are unchanged, even at a newer revision', () => {
+    const state = sidecarMesh();
+    generateAll(projection(1, state), nodes);
+    const before = encodeCount();
+    const again = generateAll(projection(2, state), nodes);
+    expect(encodeCount()).toBe(before);
+    expect(again.get('default.dp-0')?.revision).toBe(2);
+  });
+
+  it('encodes only the changed service’s ClusterLoadAssignment for every other node of the mesh after one endpoint moves', () => {
+    const state = sidecarMesh();
+    generateAll(projection(1, state), nodes);
+    const before = encodeCount();
+    generateAll(projection(2, moveOneEndpoint(state)), nodes.filter((node) => node !== 'default.dp-3'));
+    expect(encodeCount() - before).toBe(1);
+  });
+
+  it('keeps the resource objects of every other service identical after an unrelated change', () => {
+    const state = sidecarMesh();
+    const old = generateAll(projection(1, state), nodes).get('default.dp-0');
+    const now = generateAll(projection(2, moveOneEndpoint(state)), ['default.dp-0']).get('default.dp-0');
+    if (old === undefined || now === undefined) throw new Error('expected snapshots');
+    for (const typeUrl of PUSH_ORDER) {
+      for (let i = 0; i < SERVICES; i++) {
+        const name = `s${i}`;
+        const changed = typeUrl === ENDPOINT && name === 's3';
+        if (changed) expect(now.types[typeUrl].get(name)).not.toBe(old.types[typeUrl].get(name));
+        else expect(now.types[typeUrl].get(name)).toBe(old.types[typeUrl].get(name));
+      }
+    }
+    for (const typeUrl of [LISTENER, CLUSTER]) expect(now.types[typeUrl].wildcard).toBe(old.types[typeUrl].wildcard);
+  });
+
+  it('keeps the shared Listener, RouteConfiguration and Cluster sets while the set of services is unchanged', () => {
+    const state = sidecarMesh();
+    const old = generateAll(projection(1, state), ['default.dp-0']).get('default.dp-0');
+    const now = generateAll(projection(2, moveOneEndpoint(state)), ['default.dp-0']).get('default.dp-0');
+    for (const typeUrl of [LISTENER, ROUTE, CLUSTER]) {
+      expect(now?.types[typeUrl].named[0]).toBe(old?.types[typeUrl].named[0]);
+      expect(now?.types[typeUrl].version).toBe(old?.types[typeUrl].version);
+    }
+    expect(now?.types[ENDPOINT].version).not.toBe(old?.types[ENDPOINT].version);
+  });
+
+  it('encodes one empty ClusterLoadAssignment when a service loses its last endpoint, however many nodes call it', () => {
+    const state = sidecarMesh();
+    generateAll(projection(1, state), nodes);
+    // s0 is served by dp-0, dp-10, … dp-90; they all stop serving it.
+    let without = state;
+    for (let i = 0; i < NODES; i += SERVICES) {
+      without = withDataplane(without, storedDataplane({ name: `dp-${i}`, address: '10.0.9.9', outbound: [{ port: 20001, service: 's1' }] }, 2));
+    }
+    const callers = nodes.filter((_, i) => (i + 1) % SERVICES === 0);
+    const before = encodeCount();
+    const snapshots = generateAll(projection(2, without), callers);
+    expect(encodeCount() - before).toBe(1);
+    for (const snapshot of snapshots.values()) expect(snapshot.types[ENDPOINT].wildcard.get('s0')).toBeDefined();
+  });
+});
