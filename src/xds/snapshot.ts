@@ -16,6 +16,8 @@ export interface TypeSnapshot {
   readonly version: string;
   readonly wildcard: ResourceSet;
   readonly named: readonly ResourceSet[];
+  /** Distinct resources of this type the node can be sent. */
+  readonly size: number;
   get(name: string): EncodedResource | undefined;
 }
 
@@ -77,13 +79,14 @@ const checkedAgainst = new WeakMap<ResourceSet, readonly ResourceSet[]>();
  */
 export function sealSnapshot(parts: SnapshotParts): SealResult {
   const types = {} as Record<TypeUrl, TypeSnapshot>;
-  const distinct = new Set<EncodedResource>();
+  let resourceCount = 0;
   for (const typeUrl of PUSH_ORDER) {
     const { wildcard, named } = parts.types[typeUrl];
-    for (const set of [wildcard, ...named]) for (const resource of set.list) distinct.add(resource);
-    types[typeUrl] = typeSnapshot(wildcard, named);
+    const type = typeSnapshot(wildcard, named);
+    types[typeUrl] = type;
+    resourceCount += type.size;
   }
-  if (distinct.size === 0) return { ok: false, error: new EmptyConfigurationError(parts.node, parts.revision) };
+  if (resourceCount === 0) return { ok: false, error: new EmptyConfigurationError(parts.node, parts.revision) };
 
   for (const [from, to] of Object.entries(REFERENCED) as [TypeUrl, TypeUrl][]) {
     const target = types[to];
@@ -103,7 +106,7 @@ export function sealSnapshot(parts: SnapshotParts): SealResult {
     }
   }
 
-  const snapshot = { node: parts.node, revision: parts.revision, types, resourceCount: distinct.size };
+  const snapshot = { node: parts.node, revision: parts.revision, types, resourceCount };
   return { ok: true, snapshot: Object.freeze(snapshot) as unknown as Snapshot };
 }
 
@@ -115,21 +118,30 @@ function sameSets(a: readonly ResourceSet[] | undefined, b: readonly ResourceSet
   return a !== undefined && a.length === b.length && a.every((set, i) => set === b[i]);
 }
 
+// Nodes whose own resources are unchanged, or who have none, share one TypeSnapshot per
+// combination of sets: sealing 10,000 snapshots after a change hashes each combination once.
+const typeSnapshots = new WeakMap<ResourceSet, { named: readonly ResourceSet[]; type: TypeSnapshot }>();
+
 function typeSnapshot(wildcard: ResourceSet, named: readonly ResourceSet[]): TypeSnapshot {
+  const cached = typeSnapshots.get(wildcard);
+  if (cached && sameSets(cached.named, named)) return cached.type;
   const version =
     named.length === 0 ? wildcard.version : contentHash(wildcard.version, ...named.map((set) => `\n${set.version}`));
-  return Object.freeze({
-    version,
-    wildcard,
-    named: Object.freeze([...named]),
-    get(name: string) {
-      const own = wildcard.get(name);
-      if (own) return own;
-      for (const set of named) {
-        const found = set.get(name);
-        if (found) return found;
-      }
-      return undefined;
-    },
-  });
+  const get = (name: string): EncodedResource | undefined => {
+    const own = wildcard.get(name);
+    if (own) return own;
+    for (const set of named) {
+      const found = set.get(name);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  // A resource can be both the node's own and shared (an Envoy outbound's EDS cluster): count
+  // it once. Shared sets hold distinct names, so only the node's own set needs looking at.
+  let size = wildcard.size;
+  for (const set of named) size += set.size;
+  for (const resource of wildcard.list) if (named.some((set) => set.get(resource.name))) size--;
+  const type: TypeSnapshot = Object.freeze({ version, wildcard, named: Object.freeze([...named]), size, get });
+  typeSnapshots.set(wildcard, { named: type.named, type });
+  return type;
 }
