@@ -1,5 +1,5 @@
 import { assertEvent, assign, emit, enqueueActions, setup } from 'xstate';
-import { parseNodeId } from '../mesh/node-id.js';
+import { parseNodeId } from '../mesh/index.js';
 import { StreamLedger } from '../xds/stream-ledger.js';
 import type { Snapshot } from '../xds/snapshot.js';
 import { servedSnapshot, streamPhase, type SessionContext, type SessionInput } from './session-context.js';
@@ -8,14 +8,10 @@ import type { EndStatus, SessionEvent, SessionIntent } from './session-events.js
 import { isDataplaneGone } from './generation-failure.js';
 
 /**
- * The life of one dataplane's session (DESIGN.md section 4). One root actor per node; the
- * registry creates it on the first request of a stream and drops it when it is evicted.
- *
- * The only actions that send anything are `push` and `answer`, and both require the
- * Snapshot being served as a parameter: there is no way to push from `connecting` or
- * `awaiting-snapshot`, and no snapshot to push from anywhere else (I1).
+ * The session chart's implementations, by name. Exported for type tests that show what the
+ * chart may not say (a bare `push`); build session behaviour from `sessionMachine`.
  */
-export const sessionMachine = setup({
+export const sessionSetup = setup({
   types: {
     context: {} as SessionContext,
     events: {} as SessionEvent,
@@ -86,7 +82,17 @@ export const sessionMachine = setup({
   delays: {
     evictionGrace: ({ context }) => context.evictionGrace,
   },
-}).createMachine({
+});
+
+/**
+ * The life of one dataplane's session (DESIGN.md section 4). One root actor per node; the
+ * registry creates it on the first request of a stream and drops it when it is evicted.
+ *
+ * The only actions that send anything are `push` and `answer`, and both require the
+ * Snapshot being served as a parameter: there is no way to push from `connecting` or
+ * `awaiting-snapshot`, and no snapshot to push from anywhere else (I1).
+ */
+export const sessionMachine = sessionSetup.createMachine({
   id: 'session',
   context: ({ input }) => ({ node: input.node, evictionGrace: input.evictionGrace, phase: { state: 'connecting' }, attempted: 0 }),
   initial: 'connecting',

@@ -1,5 +1,5 @@
 import { Subject, type Observable } from 'rxjs';
-import { keyOf, type ResourceKey } from '../mesh/resources.js';
+import { keyOf, type ResourceKey } from '../mesh/index.js';
 import { NotFoundError, StoreUnavailableError, VersionConflictError } from './errors.js';
 import {
   asResourceVersion,

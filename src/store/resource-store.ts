@@ -1,5 +1,5 @@
 import { interval, type Observable } from 'rxjs';
-import { DEFAULT_MESH, keyOf, type Mesh, type Resource, type ResourceKey, type Valid } from '../mesh/resources.js';
+import { DEFAULT_MESH, keyOf, type Mesh, type Resource, type ResourceKey, type Valid } from '../mesh/index.js';
 import { ChangeFeed } from './change-feed.js';
 import { describeKey } from './describe-key.js';
 import { MeshNotFoundError, NotFoundError, StoreUnavailableError, VersionConflictError } from './errors.js';
