@@ -1,0 +1,19 @@
+import type { ServiceDefinition } from '@grpc/grpc-js';
+
+const json = {
+  serialize: (value: unknown) => Buffer.from(JSON.stringify(value)),
+  deserialize: (bytes: Buffer) => JSON.parse(bytes.toString()) as unknown,
+};
+
+/** One unary method with JSON messages, so the demo needs no .proto file. */
+export const greeterService: ServiceDefinition = {
+  Hello: {
+    path: '/demo.Greeter/Hello',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: json.serialize,
+    requestDeserialize: json.deserialize,
+    responseSerialize: json.serialize,
+    responseDeserialize: json.deserialize,
+  },
+};

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Real gRPC servers, real clients and 10,000-session cycles: generous, but every test is bounded.
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Two cores: one file per core keeps real-network tests from starving each other.
+    maxWorkers: 2,
+  },
+});
