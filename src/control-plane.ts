@@ -65,7 +65,11 @@ export function createControlPlane(options: ControlPlaneOptions = {}): ControlPl
   const instanceId = options.instanceId ?? `chancery-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const logger: Logger = (options.logger ?? pino({ level: 'info' })).child({ instance: instanceId });
   const now = options.now ?? Date.now;
-  const store = createResourceStore(openLog(options.store ?? 'memory'), { instance: instanceId });
+  const log = openLog(options.store ?? 'memory');
+  const store = createResourceStore(log, {
+    instance: instanceId,
+    onError: (error) => logger.warn({ err: error }, 'store catch-up failed; sessions keep their configuration'),
+  });
   const registry = new SessionRegistry({
     instanceId,
     evictionGrace: options.evictionGrace ?? DEFAULTS.evictionGrace,
@@ -117,6 +121,8 @@ export function createControlPlane(options: ControlPlaneOptions = {}): ControlPl
       await xds.close();
       await api?.close();
       await store.close();
+      // A log given by the caller is the caller's to close.
+      if (typeof options.store !== 'object') await log.close();
       logger.info('chancery stopped');
     },
     async apply(resource, writeOptions) {
