@@ -1,0 +1,15 @@
+#!/usr/bin/env node
+// The `chancery` command. Runs the compiled CLI when `npm run build` has made one, and the
+// TypeScript source through tsx otherwise, so `npx chancery` works in a fresh clone.
+import { existsSync } from 'node:fs';
+
+const built = new URL('../dist/cli/main.js', import.meta.url);
+let entry = built.href;
+if (!existsSync(built)) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  entry = new URL('../src/cli/main.ts', import.meta.url).href;
+}
+const { main } = await import(entry);
+// process.exit, as fetch keeps idle connections open for a few seconds after a client command.
+process.exit(await main(process.argv.slice(2)));

@@ -1,0 +1,88 @@
+import { ChanceryError } from '../chancery-error.js';
+import type { ValidationIssue } from '../mesh/index.js';
+import type { MeshNotFoundError, NotFoundError, StoreUnavailableError, VersionConflictError } from '../store/index.js';
+import { ACCEPTED_MEDIA_TYPES } from './body-parsers.js';
+import { type ApiError, BodyTooLargeError, InternalError, MalformedRequestError, UnsupportedMediaTypeError } from './errors.js';
+
+type HandledError = ApiError | VersionConflictError | NotFoundError | MeshNotFoundError | StoreUnavailableError;
+export type ApiErrorCode = HandledError['code'];
+
+/**
+ * Every code the API answers with, and its HTTP status. Typed as a full record, so a new
+ * error class without a status here does not compile.
+ *
+ * A missing mesh is 404 wherever it appears (writing, listing or reading a Dataplane of
+ * it): the mesh is part of the URL, so the addressed collection does not exist — as a
+ * missing namespace is 404 in Kubernetes.
+ */
+export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
+  CHANCERY_API_INVALID_RESOURCE: 400,
+  CHANCERY_API_PATH_MISMATCH: 400,
+  CHANCERY_API_MALFORMED_BODY: 400,
+  CHANCERY_API_MALFORMED_REQUEST: 400,
+  CHANCERY_API_INVALID_PRECONDITION: 400,
+  CHANCERY_API_INVALID_QUERY: 400,
+  CHANCERY_API_SESSION_NOT_FOUND: 404,
+  CHANCERY_API_ROUTE_NOT_FOUND: 404,
+  CHANCERY_API_BODY_TOO_LARGE: 413,
+  CHANCERY_API_UNSUPPORTED_MEDIA_TYPE: 415,
+  CHANCERY_API_INTERNAL: 500,
+  CHANCERY_STORE_NOT_FOUND: 404,
+  CHANCERY_STORE_MESH_NOT_FOUND: 404,
+  CHANCERY_STORE_VERSION_CONFLICT: 409,
+  CHANCERY_STORE_UNAVAILABLE: 503,
+};
+
+/** The field an error names when the error itself carries none. */
+const DEFAULT_FIELD: Partial<Record<ApiErrorCode, string>> = {
+  CHANCERY_STORE_MESH_NOT_FOUND: 'mesh',
+};
+
+/** The JSON body of every error answer. */
+export interface ErrorBody {
+  readonly code: ApiErrorCode;
+  readonly field?: string;
+  readonly reason: string;
+  readonly issues?: readonly ValidationIssue[];
+}
+
+export interface ErrorResponse {
+  readonly status: number;
+  readonly body: ErrorBody;
+  /** The error was not one the API expects: log it, with its cause. */
+  readonly unexpected: boolean;
+}
+
+/**
+ * The one place an error becomes an HTTP answer. Chancery errors are mapped by code;
+ * fastify's own request errors (body too large, bad Content-Length, undecodable URL)
+ * are first turned into ours; anything else is a 500 whose details stay in the log.
+ */
+export function errorResponse(error: unknown, limits: { readonly bodyLimit: number }): ErrorResponse {
+  const handled = asHandled(error, limits);
+  const { code } = handled;
+  const field = 'field' in handled && typeof handled.field === 'string' ? handled.field : DEFAULT_FIELD[code];
+  const body: ErrorBody = {
+    code,
+    ...(field !== undefined && { field }),
+    reason: handled.message,
+    ...('issues' in handled && { issues: handled.issues }),
+  };
+  return { status: ERROR_STATUS[code], body, unexpected: handled instanceof InternalError };
+}
+
+function asHandled(error: unknown, limits: { readonly bodyLimit: number }): HandledError {
+  if (error instanceof ChanceryError && Object.hasOwn(ERROR_STATUS, error.code)) return error as HandledError;
+  const fastifyCode = error instanceof Error && 'code' in error ? error.code : undefined;
+  if (fastifyCode === 'FST_ERR_CTP_BODY_TOO_LARGE') return new BodyTooLargeError(limits.bodyLimit);
+  if (fastifyCode === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new UnsupportedMediaTypeError(undefined, ACCEPTED_MEDIA_TYPES);
+  if (typeof fastifyCode === 'string' && fastifyCode.startsWith('FST_') && isClientError(error)) {
+    return new MalformedRequestError((error as Error).message, { cause: error });
+  }
+  return new InternalError({ cause: error });
+}
+
+function isClientError(error: unknown): boolean {
+  const status = typeof error === 'object' && error !== null && 'statusCode' in error ? error.statusCode : undefined;
+  return typeof status === 'number' && status >= 400 && status < 500;
+}

@@ -1,0 +1,75 @@
+import type { AddressInfo } from 'node:net';
+import fastify, { type FastifyBaseLogger, LogController } from 'fastify';
+import type { Logger } from 'pino';
+import type { ApiBackend } from './api-backend.js';
+import { registerBodyParsers } from './body-parsers.js';
+import { errorResponse } from './error-response.js';
+import { RouteNotFoundError } from './errors.js';
+import { registerResourceRoutes } from './resource-routes.js';
+import { registerSessionRoutes } from './session-routes.js';
+
+/** The largest request body accepted unless `bodyLimit` says otherwise: 1 MiB. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+export interface ApiServerOptions {
+  readonly logger: Logger;
+  /** Bytes; larger bodies are refused with 413 `CHANCERY_API_BODY_TOO_LARGE`. */
+  readonly bodyLimit?: number;
+}
+
+export interface ApiServer {
+  /** Starts listening; resolves with the `host:port` actually bound (port 0 picks one). */
+  listen(host: string, port: number): Promise<string>;
+  /** Stops accepting requests and resolves once those in flight are answered. */
+  close(): Promise<void>;
+}
+
+/**
+ * The HTTP API (DESIGN §7) over a running control plane. Handlers parse, call the store or
+ * the session registry, and serialize; every error, fastify's own included, is answered by
+ * `errorResponse`.
+ *
+ * @example
+ * const server = createApiServer(backend, { logger });
+ * const address = await server.listen('127.0.0.1', 5681);
+ */
+export function createApiServer(backend: ApiBackend, options: ApiServerOptions): ApiServer {
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const logger: FastifyBaseLogger = options.logger;
+  const app = fastify({
+    loggerInstance: logger,
+    bodyLimit,
+    // A line per request is noise at `info`; writes and failures are logged by the handlers.
+    logController: new LogController({ disableRequestLogging: !options.logger.isLevelEnabled('debug') }),
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const { status, body, unexpected } = errorResponse(error, { bodyLimit });
+    if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'request failed');
+    else if (status >= 500) request.log.warn({ code: body.code, reason: body.reason }, 'request failed');
+    return reply.code(status).send(body);
+  });
+  app.setNotFoundHandler(async (request) => {
+    throw new RouteNotFoundError(request.method, request.url);
+  });
+  registerBodyParsers(app);
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) =>
+    backend.ready()
+      ? { status: 'ok' }
+      : reply.code(503).send({ status: 'not-ready', reason: 'the store has not caught up with the event log yet' }),
+  );
+  registerResourceRoutes(app, backend.store);
+  registerSessionRoutes(app, backend.sessions);
+
+  return {
+    async listen(host, port) {
+      // `[::1]` as in `[::1]:5681`; Node's listen wants the bare address.
+      await app.listen({ host: host.replace(/^\[(.*)\]$/, '$1'), port });
+      const { address, family, port: bound } = app.server.address() as AddressInfo;
+      return family === 'IPv6' ? `[${address}]:${bound}` : `${address}:${bound}`;
+    },
+    close: () => app.close(),
+  };
+}

@@ -1,0 +1,70 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Resource, ResourceKey } from '../mesh/index.js';
+import { NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
+import { deletePrecondition, etagOf, putPrecondition } from './preconditions.js';
+import { resourceFromBody } from './resource-from-body.js';
+
+interface MeshParams {
+  readonly mesh: string;
+}
+interface DataplaneParams extends MeshParams {
+  readonly name: string;
+}
+
+type KeyOf<TParams> = (params: TParams) => ResourceKey;
+
+const meshKey: KeyOf<MeshParams> = ({ mesh }) => ({ type: 'Mesh', mesh, name: mesh });
+const dataplaneKey: KeyOf<DataplaneParams> = ({ mesh, name }) => ({ type: 'Dataplane', mesh, name });
+
+/**
+ * Meshes and Dataplanes (DESIGN §7). The URL path is a resource's identity; a resource is
+ * answered as `{ ...resource, version }` with `ETag: "<version>"`, a list as `{ items }`.
+ */
+export function registerResourceRoutes(app: FastifyInstance, store: ResourceStore): void {
+  app.get('/meshes', async () => ({ items: store.list('Mesh').map(resourceJson) }));
+  app.get<{ Params: MeshParams }>('/meshes/:mesh/dataplanes', async (request) => {
+    const key = meshKey(request.params);
+    // An empty list would hide a typo in the mesh name.
+    if (store.get(key) === undefined) throw new NotFoundError(key);
+    return { items: store.list('Dataplane', key.mesh).map(resourceJson) };
+  });
+  routesFor(app, store, '/meshes/:mesh', meshKey);
+  routesFor(app, store, '/meshes/:mesh/dataplanes/:name', dataplaneKey);
+}
+
+// fastify's conditional route types do not resolve for a type parameter, hence `as TParams`.
+function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: ResourceStore, url: string, keyOf: KeyOf<TParams>): void {
+  app.get(url, async (request, reply) => {
+    const key = keyOf(request.params as TParams);
+    const stored = store.get(key);
+    if (stored === undefined) throw new NotFoundError(key);
+    return sendResource(reply, stored);
+  });
+
+  app.put(url, async (request, reply) => {
+    const key = keyOf(request.params as TParams);
+    const { resource, version } = resourceFromBody(request.body, key);
+    const expected = putPrecondition(request.headers, version);
+    // Reported, not enforced: a create racing this one may make both answer 201.
+    const created = store.get(key) === undefined;
+    const stored = await store.put(resource, { expected, caller: request.ip });
+    request.log.info({ key, version: stored.version, seq: stored.seq, created }, 'resource written');
+    return sendResource(reply.code(created ? 201 : 200), stored);
+  });
+
+  app.delete(url, async (request, reply) => {
+    const key = keyOf(request.params as TParams);
+    const expected = deletePrecondition(request.headers);
+    await store.delete(key, { expected, caller: request.ip });
+    request.log.info({ key }, 'resource deleted');
+    return reply.code(204).send();
+  });
+}
+
+function resourceJson(stored: Stored<Resource>): Resource & { readonly version: number } {
+  return { ...stored.resource, version: stored.version };
+}
+
+function sendResource(reply: FastifyReply, stored: Stored<Resource>): FastifyReply {
+  return reply.header('etag', etagOf(stored.version)).send(resourceJson(stored));
+}

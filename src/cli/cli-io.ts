@@ -1,0 +1,27 @@
+/** Where a command writes, what it reads, and how it learns it should stop; tests pass their own. */
+export interface CliIo {
+  readonly stdout: TextSink;
+  readonly stderr: TextSink;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Read by `apply -f -`. */
+  readonly stdin: AsyncIterable<string | Uint8Array>;
+  /** Resolves with the signal's name when the process is asked to stop; `run` then stops. */
+  stopRequested(): Promise<string>;
+}
+
+export interface TextSink {
+  write(text: string): unknown;
+}
+
+/** Resolves with the first SIGINT or SIGTERM the process receives. */
+export function stopSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(signal);
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+}

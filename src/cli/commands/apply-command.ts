@@ -1,0 +1,57 @@
+import { describeKey } from '../../store/index.js';
+import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
+import { atMost, type Command, parseCommandLine } from '../command.js';
+import { ManifestError, UsageError } from '../errors.js';
+import { readManifests } from '../read-manifests.js';
+import { resourcePath } from '../resource-paths.js';
+import { EXIT, reportError } from '../report-error.js';
+
+const OPTIONS = { filename: { type: 'string', short: 'f', multiple: true }, ...CLIENT_FLAGS } as const;
+
+export const applyCommand: Command = {
+  name: 'apply',
+  summary: 'create or replace resources from YAML or JSON files',
+  help: `Usage: chancery apply -f FILE [-f FILE…] [--api-address HOST:PORT]
+
+Creates or replaces every resource in the files: YAML documents separated by ---, a YAML
+list, a JSON object or a JSON array; -f - reads stdin. Meshes are applied before
+Dataplanes, otherwise in file order, one line per resource:
+
+  Mesh payments created
+  Dataplane payments/ledger-1 configured
+
+A resource the server refuses stops the apply: its code, field and reason are printed,
+the resources after it are listed as not applied, and the exit code is 1. A resource
+carrying a version (as 'chancery get -o yaml' prints it) is only written over that version.
+
+Options:
+  -f, --filename FILE
+      a file to apply, or - for stdin (repeatable)
+${CLIENT_HELP}
+`,
+  async run(argv, io) {
+    const { values, positionals } = parseCommandLine(argv, OPTIONS);
+    atMost(positionals, 0);
+    const files = values.filename ?? [];
+    if (files.length === 0) throw new UsageError('-f FILE is required (-f - reads stdin)');
+    const client = clientFrom(values, io.env);
+    const entries = await readManifests(files, io.stdin);
+    if (entries.length === 0) throw new ManifestError(files.join(', '), undefined, 'holds no resources');
+
+    for (const [index, entry] of entries.entries()) {
+      try {
+        const { status } = await client.request('PUT', resourcePath(entry.key), entry.resource);
+        io.stdout.write(`${describeKey(entry.key)} ${status === 201 ? 'created' : 'configured'}\n`);
+      } catch (error) {
+        io.stderr.write(`${describeKey(entry.key)} (${entry.source}) was not applied:\n`);
+        const code = reportError(error, io.stderr);
+        const rest = entries.slice(index + 1);
+        if (rest.length > 0) {
+          io.stderr.write(`Not applied, as they come after it: ${rest.map((later) => describeKey(later.key)).join(', ')}\n`);
+        }
+        return code;
+      }
+    }
+    return EXIT.ok;
+  },
+};

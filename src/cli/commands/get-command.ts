@@ -1,0 +1,68 @@
+import { DEFAULT_MESH, type Dataplane, type Resource, type ResourceType } from '../../mesh/index.js';
+import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
+import { atMost, type Command, parseCommandLine } from '../command.js';
+import { UsageError } from '../errors.js';
+import { formatDocument, formatDocuments, outputFormatOf } from '../format-output.js';
+import { formatTable } from '../format-table.js';
+import { EXIT } from '../report-error.js';
+import { collectionPath, keyFor, resourcePath, resourceTypeOf } from '../resource-paths.js';
+
+const OPTIONS = { mesh: { type: 'string' }, output: { type: 'string', short: 'o' }, ...CLIENT_FLAGS } as const;
+
+/** A resource as the API answers it. */
+type Served = Resource & { readonly version: number };
+
+export const getCommand: Command = {
+  name: 'get',
+  summary: 'show meshes or dataplanes',
+  help: `Usage: chancery get TYPE [NAME] [--mesh MESH] [-o table|json|yaml]
+
+TYPE is mesh (meshes) or dataplane (dataplanes, dp). Without NAME, lists them all: every
+mesh, or the dataplanes of one mesh. -o yaml and -o json print what 'chancery apply -f'
+reads, version included, so an edited copy is only applied over the version it was read at.
+
+Options:
+  --mesh MESH
+      the mesh of the dataplanes [default ${DEFAULT_MESH}]
+  -o, --output FORMAT
+      table, json or yaml [default table]
+${CLIENT_HELP}
+`,
+  async run(argv, io) {
+    const { values, positionals } = parseCommandLine(argv, OPTIONS);
+    atMost(positionals, 2);
+    const [word, name] = positionals;
+    if (word === undefined) throw new UsageError('TYPE is required: mesh or dataplane');
+    const type = resourceTypeOf(word);
+    if (type === 'Mesh' && values.mesh !== undefined) throw new UsageError('--mesh applies to dataplanes, not meshes');
+    const format = outputFormatOf(values.output);
+    const mesh = values.mesh ?? DEFAULT_MESH;
+    const client = clientFrom(values, io.env);
+
+    // The server's contract (src/api): a resource is `{ ...resource, version }`, a list `{ items }`.
+    const items =
+      name === undefined
+        ? ((await client.request('GET', collectionPath(type, mesh))).body as { items: Served[] }).items
+        : [(await client.request('GET', resourcePath(keyFor(type, mesh, name)))).body as Served];
+
+    if (format !== 'table') io.stdout.write(name === undefined ? formatDocuments(items, format) : formatDocument(items[0], format));
+    else if (items.length === 0) io.stderr.write(type === 'Mesh' ? 'No meshes found.\n' : `No dataplanes found in mesh ${mesh}.\n`);
+    else io.stdout.write(tableOf(type, items));
+    return EXIT.ok;
+  },
+};
+
+function tableOf(type: ResourceType, items: readonly Served[]): string {
+  if (type === 'Mesh') return formatTable(['NAME', 'VERSION'], items.map((mesh) => [mesh.name, String(mesh.version)]));
+  return formatTable(
+    ['MESH', 'NAME', 'ADDRESS', 'INBOUND', 'OUTBOUND', 'VERSION'],
+    (items as readonly (Dataplane & Served)[]).map((dataplane) => [
+      dataplane.mesh,
+      dataplane.name,
+      dataplane.networking.address,
+      dataplane.networking.inbound.map((inbound) => `${inbound.tags.service}:${inbound.port}`).join(',') || '-',
+      dataplane.networking.outbound.map((outbound) => `${outbound.service}:${outbound.port}`).join(',') || '-',
+      String(dataplane.version),
+    ]),
+  );
+}

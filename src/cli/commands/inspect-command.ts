@@ -1,0 +1,137 @@
+import type { SessionView, TransitionRecord, TypeStatus } from '../../machines/session-view.js';
+import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
+import { atMost, type Command, parseCommandLine } from '../command.js';
+import { UsageError } from '../errors.js';
+import { formatDocument, outputFormatOf } from '../format-output.js';
+import { formatTable } from '../format-table.js';
+import { EXIT } from '../report-error.js';
+
+const OPTIONS = { state: { type: 'string' }, mesh: { type: 'string' }, output: { type: 'string', short: 'o' }, ...CLIENT_FLAGS } as const;
+
+export const inspectCommand: Command = {
+  name: 'inspect',
+  summary: "show this instance's dataplane sessions, or one in detail",
+  help: `Usage: chancery inspect [NODE] [--state STATE] [--mesh MESH] [-o table|json|yaml]
+
+Without NODE: a table of the sessions of the instance, with each type's state: ACK (the
+last response was acknowledged), NACK (it was refused), sent (no answer yet) or - (nothing
+sent). With NODE (<mesh>.<name>): its state, stream, per-type sent/ACKed/NACKed version and
+nonce, the last NACK message, and the recent transitions as a timeline.
+
+Options:
+  --state STATE
+      only sessions in this state: connecting, awaiting-snapshot, serving, disconnected
+  --mesh MESH
+      only sessions of this mesh
+  -o, --output FORMAT
+      table, json or yaml [default table]
+${CLIENT_HELP}
+`,
+  async run(argv, io) {
+    const { values, positionals } = parseCommandLine(argv, OPTIONS);
+    atMost(positionals, 1);
+    const [node] = positionals;
+    const format = outputFormatOf(values.output);
+    const client = clientFrom(values, io.env);
+
+    if (node !== undefined) {
+      if (values.state !== undefined || values.mesh !== undefined) throw new UsageError('--state and --mesh filter the list; not with NODE');
+      const view = (await client.request('GET', `/sessions/${encodeURIComponent(node)}`)).body as SessionView;
+      io.stdout.write(format === 'table' ? describeSession(view) : formatDocument(view, format));
+      return EXIT.ok;
+    }
+    const query = new URLSearchParams();
+    if (values.state !== undefined) query.set('state', values.state);
+    if (values.mesh !== undefined) query.set('mesh', values.mesh);
+    const path = query.size === 0 ? '/sessions' : `/sessions?${query}`;
+    const { items } = (await client.request('GET', path)).body as { items: SessionView[] };
+    if (format !== 'table') io.stdout.write(formatDocument(items, format));
+    else if (items.length === 0) io.stderr.write('No sessions on this instance.\n');
+    else io.stdout.write(sessionTable(items));
+    return EXIT.ok;
+  },
+};
+
+function sessionTable(views: readonly SessionView[]): string {
+  // Short names sort as CDS, EDS, LDS, RDS: the push order (I5).
+  const types = [...new Set(views.flatMap((view) => Object.keys(view.types)))].sort();
+  const withErrors = views.some((view) => view.error !== undefined);
+  const header = ['NODE', 'STATE', 'REVISION', ...types, ...(withErrors ? ['ERROR'] : [])];
+  const rows = views.map((view) => [
+    view.node,
+    view.state,
+    view.revision === undefined ? '-' : String(view.revision),
+    ...types.map((type) => markerOf(view.types[type])),
+    ...(withErrors ? [view.error?.code ?? ''] : []),
+  ]);
+  return formatTable(header, rows);
+}
+
+/** Where the last response of a type stands: the latest nonce sent decides. */
+function markerOf(status: TypeStatus | undefined): string {
+  const sent = status?.sent;
+  if (sent === undefined) return '-';
+  if (status?.nacked?.nonce === sent.nonce) return 'NACK';
+  if (status?.acked?.nonce === sent.nonce) return 'ACK';
+  return 'sent';
+}
+
+function describeSession(view: SessionView): string {
+  const lines = [
+    `Node:      ${view.node}`,
+    `State:     ${view.state}`,
+    `Instance:  ${view.instance}`,
+    `Stream:    ${view.stream === undefined ? '-' : `${view.stream.id} from ${view.stream.peer}, opened ${view.stream.openedAt}`}`,
+    `Revision:  ${view.revision ?? '-'}`,
+  ];
+  if (view.error !== undefined) lines.push(`Error:     ${view.error.code}: ${view.error.message}`);
+
+  const types = Object.entries(view.types).sort(([a], [b]) => (a < b ? -1 : 1));
+  const versionAndNonce = (entry: { version: string; nonce: string } | undefined) => (entry === undefined ? '-' : `${entry.version}/${entry.nonce}`);
+  const table = formatTable(
+    ['TYPE', 'SUBSCRIBED', 'SENT (version/nonce)', 'RESOURCES', 'ACKED', 'NACKED'],
+    types.map(([type, status]) => [
+      type,
+      subscriptionOf(status),
+      versionAndNonce(status.sent),
+      status.sent === undefined ? '-' : String(status.sent.resources),
+      versionAndNonce(status.acked),
+      versionAndNonce(status.nacked),
+    ]),
+  );
+  const nacks = types.flatMap(([type, { nacked }]) =>
+    nacked === undefined ? [] : [`Last NACK of ${type} (version ${nacked.version}, nonce ${nacked.nonce}, at ${nacked.at}):`, `  ${oneLine(nacked.message)}`],
+  );
+  const shortNames = new Map(types.map(([type, status]) => [status.typeUrl, type]));
+  const timeline = view.transitions.map((transition) => `  ${stepOf(transition, shortNames)}`);
+
+  return [
+    ...lines,
+    '',
+    types.length === 0 ? 'Nothing subscribed yet.' : table.trimEnd(),
+    ...(nacks.length > 0 ? ['', ...nacks] : []),
+    '',
+    'Transitions (oldest first):',
+    ...(timeline.length > 0 ? timeline : ['  none recorded']),
+    '',
+  ].join('\n');
+}
+
+function subscriptionOf(status: TypeStatus): string {
+  const names = status.subscription.wildcard ? ['*', ...status.subscription.names] : [...status.subscription.names];
+  if (names.length === 0) return '-';
+  return names.length <= 3 ? names.join(',') : `${names.slice(0, 3).join(',')},… (${names.length})`;
+}
+
+function stepOf(transition: TransitionRecord, shortNames: ReadonlyMap<string, string>): string {
+  const move = transition.from === transition.to ? transition.to : `${transition.from} → ${transition.to}`;
+  const facts = Object.entries(transition.detail ?? {}).map(([key, value]) =>
+    key === 'typeUrl' ? (shortNames.get(String(value)) ?? String(value)) : `${key}=${oneLine(String(value))}`,
+  );
+  return `${transition.at}  ${move}  on ${transition.event}${facts.length > 0 ? `  ${facts.join(' ')}` : ''}`;
+}
+
+/** NACK messages from Envoy span lines; a timeline row must not. */
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ');
+}

@@ -1,0 +1,43 @@
+import { pino } from 'pino';
+import { atMost, type Command, parseCommandLine } from '../command.js';
+import { controlPlaneOptionsOf, describeOptions, flagsOf, resolveOptions, RUN_OPTIONS } from '../config.js';
+import { ChanceryError } from '../../chancery-error.js';
+import { StartFailedError } from '../errors.js';
+import { EXIT } from '../report-error.js';
+
+const OPTIONS = flagsOf(RUN_OPTIONS);
+
+export const runCommand: Command = {
+  name: 'run',
+  summary: 'run a control plane (what npm start does)',
+  help: `Usage: chancery run [options]
+
+Serves xDS to dataplanes and the HTTP API until SIGINT or SIGTERM, then stops gracefully:
+streams end with UNAVAILABLE so dataplanes reconnect elsewhere. Logs are JSON lines on stdout.
+Each option can also be set by its environment variable; a flag wins over the variable.
+
+Options:
+${describeOptions(RUN_OPTIONS).join('\n')}
+`,
+  async run(argv, io) {
+    const { values, positionals } = parseCommandLine(argv, OPTIONS);
+    atMost(positionals, 0);
+    const config = resolveOptions(RUN_OPTIONS, values, io.env);
+    const logger = pino({ level: config.logLevel }, io.stdout);
+    // Loaded here, not at the top: client commands should not pay for gRPC, XState and protos.
+    const { createControlPlane } = await import('../../control-plane.js');
+    const controlPlane = createControlPlane(controlPlaneOptionsOf(config, logger));
+    try {
+      await controlPlane.start();
+    } catch (error) {
+      // Whatever did start (the xDS port, the store) is released before the error is reported.
+      await controlPlane.stop().catch((stopError: unknown) => logger.warn({ err: stopError }, 'stopping after a failed start failed too'));
+      throw error instanceof ChanceryError ? error : new StartFailedError(error);
+    }
+    logger.info({ xds: controlPlane.addresses.xds, api: controlPlane.addresses.api ?? 'off' }, 'chancery is running; SIGINT or SIGTERM stops it');
+    const signal = await io.stopRequested();
+    logger.info({ signal }, 'stopping');
+    await controlPlane.stop();
+    return EXIT.ok;
+  },
+};

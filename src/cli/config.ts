@@ -1,0 +1,155 @@
+import type { Logger } from 'pino';
+import type { ControlPlaneOptions } from '../control-plane-options.js';
+import { UsageError } from './errors.js';
+import {
+  parseAddress,
+  parseInstanceId,
+  parseLogLevel,
+  parsePositiveDuration,
+  parseDuration,
+  parseStore,
+} from './option-parsers.js';
+
+/** One setting: its flag, its environment variable, its default (as text) and its parser. */
+export interface OptionSpec<T> {
+  readonly flag: string;
+  readonly env: string;
+  /** Parsed like user input; undefined leaves the choice to `createControlPlane`. */
+  readonly default: string | undefined;
+  readonly value: string;
+  readonly help: string;
+  readonly parse: (text: string) => T;
+}
+
+/**
+ * Every setting of `chancery run`, the one table flags, environment variables, defaults and
+ * `--help` come from. Client commands use `apiAddress` from it too, so `chancery get` finds
+ * the API where `chancery run` put it.
+ */
+export const RUN_OPTIONS = {
+  xdsAddress: {
+    flag: 'xds-address',
+    env: 'CHANCERY_XDS_ADDRESS',
+    default: '0.0.0.0:5678',
+    value: 'HOST:PORT',
+    help: 'where dataplanes connect for xDS (gRPC)',
+    parse: parseAddress,
+  },
+  apiAddress: {
+    flag: 'api-address',
+    env: 'CHANCERY_API_ADDRESS',
+    default: '127.0.0.1:5681',
+    value: 'HOST:PORT',
+    help: 'the HTTP API',
+    parse: parseAddress,
+  },
+  store: {
+    flag: 'store',
+    env: 'CHANCERY_STORE',
+    default: 'memory',
+    value: 'memory|pglite:DIR|postgres://…',
+    help: 'where resources are kept',
+    parse: parseStore,
+  },
+  instanceId: {
+    flag: 'instance-id',
+    env: 'CHANCERY_INSTANCE_ID',
+    default: undefined,
+    value: 'ID',
+    help: 'names this instance in logs and events (default: generated)',
+    parse: parseInstanceId,
+  },
+  refreshInterval: {
+    flag: 'refresh-interval',
+    env: 'CHANCERY_REFRESH_INTERVAL',
+    default: '1s',
+    value: 'DURATION',
+    help: 'watchdog tick, a safety net: store changes regenerate at once',
+    parse: parsePositiveDuration,
+  },
+  evictionGrace: {
+    flag: 'eviction-grace',
+    env: 'CHANCERY_EVICTION_GRACE',
+    default: '10s',
+    value: 'DURATION',
+    help: 'how long a disconnected session is kept',
+    parse: parseDuration,
+  },
+  logLevel: {
+    flag: 'log-level',
+    env: 'CHANCERY_LOG_LEVEL',
+    default: 'info',
+    value: 'LEVEL',
+    help: 'fatal, error, warn, info, debug, trace or silent',
+    parse: parseLogLevel,
+  },
+} as const satisfies Record<string, OptionSpec<unknown>>;
+
+type Specs = Readonly<Record<string, OptionSpec<unknown>>>;
+
+/** The settings a table yields: parsed values, undefined only where the table has no default. */
+export type Resolved<TSpecs extends Specs> = {
+  readonly [K in keyof TSpecs]: TSpecs[K] extends OptionSpec<infer T>
+    ? TSpecs[K]['default'] extends string
+      ? T
+      : T | undefined
+    : never;
+};
+
+export type RunConfig = Resolved<typeof RUN_OPTIONS>;
+
+/** The `parseArgs` options for a table's flags, keyed by flag name: all take a value. */
+export type FlagsOf<TSpecs extends Specs> = {
+  readonly [K in keyof TSpecs as TSpecs[K]['flag']]: { readonly type: 'string' };
+};
+
+export function flagsOf<TSpecs extends Specs>(specs: TSpecs): FlagsOf<TSpecs> {
+  return Object.fromEntries(Object.values(specs).map((spec) => [spec.flag, { type: 'string' }])) as FlagsOf<TSpecs>;
+}
+
+/**
+ * Resolves each setting: the flag wins over the environment variable, which wins over the
+ * default. An empty variable counts as unset. A bad value is a `UsageError` naming where it
+ * came from.
+ */
+export function resolveOptions<TSpecs extends Specs>(
+  specs: TSpecs,
+  flags: Readonly<Record<string, unknown>>,
+  env: Readonly<Record<string, string | undefined>>,
+): Resolved<TSpecs> {
+  const resolved: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(specs)) {
+    const flag = flags[spec.flag];
+    const fromEnv = env[spec.env] === '' ? undefined : env[spec.env];
+    const [text, origin] =
+      typeof flag === 'string' ? [flag, `--${spec.flag}`] : fromEnv !== undefined ? [fromEnv, `${spec.env} (--${spec.flag})`] : [spec.default, 'default'];
+    if (text === undefined) continue;
+    try {
+      resolved[key] = spec.parse(text);
+    } catch (error) {
+      throw new UsageError(`${origin}: ${(error as Error).message}`);
+    }
+  }
+  return resolved as Resolved<TSpecs>;
+}
+
+/** What `createControlPlane` takes; the log level is already in `logger`. */
+export function controlPlaneOptionsOf(config: RunConfig, logger: Logger): ControlPlaneOptions {
+  return {
+    xdsAddress: config.xdsAddress,
+    apiAddress: config.apiAddress,
+    store: config.store,
+    ...(config.instanceId !== undefined && { instanceId: config.instanceId }),
+    refreshInterval: config.refreshInterval,
+    evictionGrace: config.evictionGrace,
+    logger,
+  };
+}
+
+/** `--help` lines for a table's flags. */
+export function describeOptions(specs: Specs): string[] {
+  return Object.values(specs).map((spec) => {
+    const origin = spec.default === undefined ? `env ${spec.env}` : `env ${spec.env}, default ${spec.default}`;
+    return `  --${spec.flag} ${spec.value}\n      ${spec.help} [${origin}]`;
+  });
+}

@@ -1,0 +1,10 @@
+/** Left-aligned columns separated by three spaces, as kubectl prints them. */
+export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+      .join('   ')
+      .trimEnd();
+  return `${[header, ...rows].map(line).join('\n')}\n`;
+}

@@ -1,0 +1,56 @@
+/**
+ * Parsers for `chancery run` option values. Each returns the value or throws an Error whose
+ * message says what is expected; the config table adds which flag or variable it came from.
+ */
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
+
+/** `500ms`, `1s`, `2m`, `1h`, or plain milliseconds (`1500`), to milliseconds. */
+export function parseDuration(text: string): number {
+  const match = DURATION.exec(text.trim());
+  if (match?.[1] === undefined) throw new Error(`expected a duration such as 500ms, 1s, 2m or plain milliseconds; got "${text}"`);
+  const unit = (match[2] ?? 'ms') as keyof typeof UNIT_MS;
+  return Math.round(Number(match[1]) * UNIT_MS[unit]);
+}
+
+export function parsePositiveDuration(text: string): number {
+  const ms = parseDuration(text);
+  if (ms <= 0) throw new Error(`must be longer than 0; got "${text}"`);
+  return ms;
+}
+
+const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
+
+/** `host:port` (`[::1]:5681` for IPv6); port 0 lets the OS choose. Returned as given. */
+export function parseAddress(text: string): string {
+  const match = HOST_PORT.exec(text);
+  if (match?.[2] === undefined || Number(match[2]) > 65_535) {
+    throw new Error(`expected host:port, such as 127.0.0.1:5681 or [::1]:5681; got "${text}"`);
+  }
+  return text;
+}
+
+/** `memory`, `pglite:<dir>` or a `postgres://` URL; whether it can be opened is the control plane's call. */
+export function parseStore(text: string): string {
+  if (text === 'memory') return text;
+  if (text.startsWith('pglite:') && text.length > 'pglite:'.length) return text;
+  if (/^postgres(ql)?:\/\//.test(text) && URL.canParse(text)) return text;
+  throw new Error(`expected memory, pglite:<dir> or postgres://…; got "${text}"`);
+}
+
+const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+export function parseInstanceId(text: string): string {
+  if (!INSTANCE_ID.test(text)) throw new Error(`expected letters, digits, ".", "_", ":" or "-" (at most 128); got "${text}"`);
+  return text;
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export function parseLogLevel(text: string): LogLevel {
+  const level = LOG_LEVELS.find((candidate) => candidate === text);
+  if (level === undefined) throw new Error(`expected one of ${LOG_LEVELS.join(', ')}; got "${text}"`);
+  return level;
+}

@@ -1,0 +1,96 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { type ApiBackend, type ApiServerOptions, createApiServer } from '../../src/api/index.js';
+import type { SessionView } from '../../src/machines/session-view.js';
+import { createMemoryStore, type ResourceStore } from '../../src/store/index.js';
+
+export interface ApiHarness {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  /** `127.0.0.1:<port>`, as the CLI's `--api-address` takes it. */
+  readonly address: string;
+  readonly store: ResourceStore;
+  /** Every log line the server wrote, parsed. */
+  readonly logs: readonly Record<string, unknown>[];
+  /** The store's revision and contents, to compare before and after a refused request. */
+  contents(): unknown;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  readonly sessions?: ApiBackend['sessions'];
+  /** Leave the store unstarted (not ready). */
+  readonly startStore?: boolean;
+  readonly bodyLimit?: number;
+}
+
+/** A real API server on 127.0.0.1:0 over a started memory store and the given sessions. */
+export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness> {
+  const store = createMemoryStore({ instance: 'test' });
+  if (options.startStore ?? true) await store.start();
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logs.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  const backend: ApiBackend = {
+    instanceId: 'test',
+    store,
+    sessions: options.sessions ?? fakeSessions([]),
+    ready: () => store.ready,
+  };
+  const serverOptions: ApiServerOptions = { logger: pino({ level: 'info' }, sink), bodyLimit: options.bodyLimit };
+  const server = createApiServer(backend, serverOptions);
+  const address = await server.listen('127.0.0.1', 0);
+  return {
+    url: `http://${address}`,
+    address,
+    store,
+    logs,
+    contents: () => ({
+      revision: store.projection.revision,
+      meshes: store.list('Mesh'),
+      dataplanes: store.list('Dataplane'),
+    }),
+    async close() {
+      await server.close();
+      await store.close();
+    },
+  };
+}
+
+/** The session registry's read side, over fixed views: enough to exercise the routes. */
+export function fakeSessions(
+  views: readonly SessionView[],
+  lastSent: Readonly<Record<string, ReturnType<ApiBackend['sessions']['lastSent']>>> = {},
+): ApiBackend['sessions'] {
+  return {
+    list: () => views,
+    get: (node) => views.find((view) => view.node === node),
+    lastSent: (node) => lastSent[node],
+  };
+}
+
+export function sessionView(node: string, state: SessionView['state'], overrides: Partial<SessionView> = {}): SessionView {
+  return { node, state, instance: 'test', types: {}, transitions: [], ...overrides };
+}
+
+/** A valid Dataplane body for `PUT /meshes/default/dataplanes/<name>`. */
+export function dataplaneBody(name: string, port = 10001): Record<string, unknown> {
+  return {
+    type: 'Dataplane',
+    mesh: 'default',
+    name,
+    networking: {
+      address: '127.0.0.1',
+      inbound: [{ port, servicePort: 9001, tags: { service: 'backend', version: 'v1' } }],
+      outbound: [{ port: 20001, service: 'web' }],
+    },
+  };
+}
+
+export async function putJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, { method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+}

@@ -1,0 +1,51 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ERROR_STATUS, errorResponse } from '../../src/api/index.js';
+import { type ApiHarness, dataplaneBody, putJson, startApi } from './api-harness.js';
+
+let api: ApiHarness | undefined;
+afterEach(async () => {
+  await api?.close();
+  api = undefined;
+});
+
+describe('errorResponse', () => {
+  it('maps every code to a 4xx or 5xx status', () => {
+    for (const [code, status] of Object.entries(ERROR_STATUS)) {
+      expect(code).toMatch(/^CHANCERY_(API|STORE)_[A-Z_]+$/);
+      expect(status).toBeGreaterThanOrEqual(400);
+      expect(status).toBeLessThan(600);
+    }
+  });
+
+  it('answers an unknown error with 500 and keeps its message out of the body', () => {
+    const { status, body, unexpected } = errorResponse(new Error('secret connection string'), { bodyLimit: 1 });
+    expect({ status, unexpected }).toEqual({ status: 500, unexpected: true });
+    expect(body.code).toBe('CHANCERY_API_INTERNAL');
+    expect(JSON.stringify(body)).not.toContain('secret');
+  });
+
+  it('answers 500 for a failing handler and logs the error with its stack', async () => {
+    api = await startApi({
+      sessions: {
+        list: () => {
+          throw new Error('registry exploded');
+        },
+        get: () => undefined,
+        lastSent: () => undefined,
+      },
+    });
+    const response = await fetch(`${api.url}/sessions`);
+    expect(response.status).toBe(500);
+    expect(await response.json()).toEqual({ code: 'CHANCERY_API_INTERNAL', reason: 'internal error; the server log has the details' });
+    const logged = api.logs.find((line) => line.msg === 'request failed');
+    expect(logged?.err).toMatchObject({ message: 'registry exploded' });
+  });
+
+  it('answers 503 when the store is unavailable', async () => {
+    api = await startApi();
+    await api.store.close();
+    const response = await putJson(`${api.url}/meshes/default/dataplanes/backend-1`, dataplaneBody('backend-1'));
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ code: 'CHANCERY_STORE_UNAVAILABLE' });
+  });
+});

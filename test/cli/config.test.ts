@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { controlPlaneOptionsOf, parseDuration, resolveOptions, RUN_OPTIONS, UsageError } from '../../src/cli/index.js';
+
+const resolve = (flags: Record<string, string>, env: Record<string, string> = {}) => resolveOptions(RUN_OPTIONS, flags, env);
+
+function usageMessage(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(UsageError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a UsageError');
+}
+
+describe('the run option table', () => {
+  it('gives every setting its default when neither flag nor variable is set', () => {
+    expect(resolve({})).toEqual({
+      xdsAddress: '0.0.0.0:5678',
+      apiAddress: '127.0.0.1:5681',
+      store: 'memory',
+      refreshInterval: 1000,
+      evictionGrace: 10_000,
+      logLevel: 'info',
+    });
+  });
+
+  it('takes a variable over the default and a flag over the variable', () => {
+    const env = { CHANCERY_XDS_ADDRESS: '10.0.0.1:15678', CHANCERY_INSTANCE_ID: 'cp-env', CHANCERY_LOG_LEVEL: 'warn' };
+    expect(resolve({}, env)).toMatchObject({ xdsAddress: '10.0.0.1:15678', instanceId: 'cp-env', logLevel: 'warn' });
+    expect(resolve({ 'xds-address': '127.0.0.1:0', 'instance-id': 'cp-flag' }, env)).toMatchObject({
+      xdsAddress: '127.0.0.1:0',
+      instanceId: 'cp-flag',
+      logLevel: 'warn',
+    });
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(resolve({}, { CHANCERY_STORE: '' }).store).toBe('memory');
+  });
+
+  it('accepts every store form and IPv6 addresses', () => {
+    expect(resolve({ store: 'pglite:./.chancery/data' }).store).toBe('pglite:./.chancery/data');
+    expect(resolve({ store: 'postgres://chancery@db:5432/xds' }).store).toBe('postgres://chancery@db:5432/xds');
+    expect(resolve({ 'api-address': '[::1]:5681' }).apiAddress).toBe('[::1]:5681');
+  });
+
+  it.each([
+    [{ 'xds-address': '5678' }, {}, /^--xds-address: expected host:port/],
+    [{ 'api-address': 'localhost:99999' }, {}, /^--api-address: expected host:port/],
+    [{ store: 'mysql://db' }, {}, /^--store: expected memory, pglite:<dir> or postgres:/],
+    [{ store: 'pglite:' }, {}, /^--store: /],
+    [{ 'refresh-interval': '0s' }, {}, /^--refresh-interval: must be longer than 0/],
+    [{ 'eviction-grace': 'ten seconds' }, {}, /^--eviction-grace: expected a duration/],
+    [{ 'log-level': 'verbose' }, {}, /^--log-level: expected one of fatal, error/],
+    [{ 'instance-id': 'has space' }, {}, /^--instance-id: /],
+    [{}, { CHANCERY_REFRESH_INTERVAL: 'soon' }, /^CHANCERY_REFRESH_INTERVAL \(--refresh-interval\): expected a duration/],
+  ])('refuses %o (env %o), naming where the value came from', (flags, env, message) => {
+    expect(usageMessage(() => resolve(flags, env))).toMatch(message);
+  });
+
+  it('maps the settings onto ControlPlaneOptions, leaving the instance id to the control plane when unset', () => {
+    const logger = pino({ level: 'silent' });
+    const options = controlPlaneOptionsOf(resolve({ 'refresh-interval': '250ms' }), logger);
+    expect(options).toEqual({
+      xdsAddress: '0.0.0.0:5678',
+      apiAddress: '127.0.0.1:5681',
+      store: 'memory',
+      refreshInterval: 250,
+      evictionGrace: 10_000,
+      logger,
+    });
+    expect('instanceId' in options).toBe(false);
+  });
+});
+
+describe('durations', () => {
+  it.each([
+    ['500ms', 500],
+    ['1s', 1000],
+    ['1.5s', 1500],
+    ['2m', 120_000],
+    ['1h', 3_600_000],
+    ['1500', 1500],
+    ['0', 0],
+  ])('reads %s as %d ms', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  it.each(['', '1 s', '-1s', '1d', 's', '1e3'])('refuses %j', (text) => {
+    expect(() => parseDuration(text)).toThrow(/expected a duration/);
+  });
+});

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SessionView } from '../../src/machines/session-view.js';
+import { type ApiHarness, fakeSessions, sessionView, startApi } from '../api/api-harness.js';
+import { runCli } from './cli-harness.js';
+
+const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
+const LDS = 'type.googleapis.com/envoy.config.listener.v3.Listener';
+
+const SERVING: SessionView = sessionView('default.backend-1', 'serving', {
+  revision: 7,
+  stream: { id: 's-3', peer: '127.0.0.1:50122', openedAt: '2026-01-05T10:00:00.000Z' },
+  types: {
+    CDS: {
+      typeUrl: CDS,
+      subscription: { wildcard: true, names: [] },
+      sent: { version: 'c-9f1', nonce: '4', resources: 2, at: '2026-01-05T10:00:00.020Z' },
+      acked: { version: 'c-9f1', nonce: '4', at: '2026-01-05T10:00:00.031Z' },
+    },
+    LDS: {
+      typeUrl: LDS,
+      subscription: { wildcard: false, names: ['backend', 'web'] },
+      sent: { version: 'l-77a', nonce: '5', resources: 1, at: '2026-01-05T10:00:00.040Z' },
+      nacked: { version: 'l-77a', nonce: '5', message: 'Listener web:\nport 0 is invalid', at: '2026-01-05T10:00:00.052Z' },
+    },
+  },
+  transitions: [
+    { at: '2026-01-05T10:00:00.001Z', event: 'stream.request', from: 'connecting', to: 'awaiting-snapshot' },
+    { at: '2026-01-05T10:00:00.015Z', event: 'snapshot.generated', from: 'awaiting-snapshot', to: 'serving', detail: { revision: 7 } },
+    { at: '2026-01-05T10:00:00.052Z', event: 'nack.received', from: 'serving', to: 'serving', detail: { typeUrl: LDS, nonce: '5', message: 'port 0 is invalid' } },
+  ],
+});
+const WAITING = sessionView('payments.ledger-1', 'awaiting-snapshot', {
+  error: { code: 'CHANCERY_MESH_DATAPLANE_NOT_FOUND', message: 'dataplane ledger-1 does not exist' },
+  types: { CDS: { typeUrl: CDS, subscription: { wildcard: true, names: [] } } },
+});
+
+let api: ApiHarness;
+beforeAll(async () => {
+  api = await startApi({ sessions: fakeSessions([WAITING, SERVING]) });
+});
+afterAll(async () => {
+  await api.close();
+});
+
+const cli = (...argv: string[]) => runCli(argv, { env: { CHANCERY_API_ADDRESS: api.address } });
+
+describe('chancery inspect', () => {
+  it('lists the sessions with a per-type ACK, NACK or nothing-sent marker', async () => {
+    const { code, stdout } = await cli('inspect');
+    expect(code).toBe(0);
+    expect(stdout.split('\n')).toEqual([
+      'NODE                STATE               REVISION   CDS   LDS    ERROR',
+      'default.backend-1   serving             7          ACK   NACK',
+      'payments.ledger-1   awaiting-snapshot   -          -     -      CHANCERY_MESH_DATAPLANE_NOT_FOUND',
+      '',
+    ]);
+  });
+
+  it('passes the state and mesh filters to the server', async () => {
+    const { stdout } = await cli('inspect', '--state', 'serving', '--mesh', 'default');
+    expect(stdout).toContain('default.backend-1');
+    expect(stdout).not.toContain('payments.ledger-1');
+  });
+
+  it('shows one session: stream, per-type versions and nonces, the last NACK and a timeline', async () => {
+    const { code, stdout } = await cli('inspect', 'default.backend-1');
+    expect(code).toBe(0);
+    expect(stdout).toBe(
+      [
+        'Node:      default.backend-1',
+        'State:     serving',
+        'Instance:  test',
+        'Stream:    s-3 from 127.0.0.1:50122, opened 2026-01-05T10:00:00.000Z',
+        'Revision:  7',
+        '',
+        'TYPE   SUBSCRIBED    SENT (version/nonce)   RESOURCES   ACKED     NACKED',
+        'CDS    *             c-9f1/4                2           c-9f1/4   -',
+        'LDS    backend,web   l-77a/5                1           -         l-77a/5',
+        '',
+        'Last NACK of LDS (version l-77a, nonce 5, at 2026-01-05T10:00:00.052Z):',
+        '  Listener web: port 0 is invalid',
+        '',
+        'Transitions (oldest first):',
+        '  2026-01-05T10:00:00.001Z  connecting → awaiting-snapshot  on stream.request',
+        '  2026-01-05T10:00:00.015Z  awaiting-snapshot → serving  on snapshot.generated  revision=7',
+        '  2026-01-05T10:00:00.052Z  serving  on nack.received  LDS nonce=5 message=port 0 is invalid',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('prints a session as JSON', async () => {
+    const { stdout } = await cli('inspect', 'payments.ledger-1', '-o', 'json');
+    expect(JSON.parse(stdout)).toEqual(WAITING);
+  });
+
+  it('exits 1 naming the node when it has no session here', async () => {
+    const { code, stderr } = await cli('inspect', 'default.nobody');
+    expect(code).toBe(1);
+    expect(stderr).toContain('CHANCERY_API_SESSION_NOT_FOUND (HTTP 404): no session for node default.nobody on this instance');
+  });
+});
