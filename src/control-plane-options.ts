@@ -3,6 +3,15 @@ import type { Observable } from 'rxjs';
 import type { ActorOptions, AnyStateMachine } from 'xstate';
 import type { EventLog } from './store/types.js';
 
+/** What a control plane uses for each option left out; `chancery run` shows and uses the same. */
+export const DEFAULTS = {
+  xdsAddress: '0.0.0.0:5678',
+  apiAddress: '127.0.0.1:5681',
+  store: 'memory',
+  refreshInterval: 1_000,
+  evictionGrace: 10_000,
+} as const;
+
 /** How to run a control plane; `chancery run` builds this from flags and the environment. */
 export interface ControlPlaneOptions {
   /** `host:port` for xDS (gRPC); port 0 lets the OS choose. Default `0.0.0.0:5678`. */

@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { interval, type Observable, type Subscription } from 'rxjs';
 import { createApiServer, type ApiServer } from './api/index.js';
-import type { ControlPlaneOptions } from './control-plane-options.js';
+import { DEFAULTS, type ControlPlaneOptions } from './control-plane-options.js';
 import { InvalidResourceInputError, UnsupportedStoreError } from './errors.js';
 import { SessionRegistry } from './machines/session-registry.js';
 import type { SessionView } from './machines/session-view.js';
@@ -38,13 +38,6 @@ export interface ControlPlane {
   readonly store: ResourceStore;
 }
 
-const DEFAULTS = {
-  xdsAddress: '0.0.0.0:5678',
-  apiAddress: '127.0.0.1:5681',
-  refreshInterval: 1_000,
-  evictionGrace: 10_000,
-} as const;
-
 /**
  * Creates a control plane. Nothing is opened until `start()`.
  *
@@ -65,7 +58,7 @@ export function createControlPlane(options: ControlPlaneOptions = {}): ControlPl
   const instanceId = options.instanceId ?? `chancery-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const logger: Logger = (options.logger ?? pino({ level: 'info' })).child({ instance: instanceId });
   const now = options.now ?? Date.now;
-  const log = openLog(options.store ?? 'memory');
+  const log = openLog(options.store ?? DEFAULTS.store);
   const store = createResourceStore(log, {
     instance: instanceId,
     onError: (error) => logger.warn({ err: error }, 'store catch-up failed; sessions keep their configuration'),

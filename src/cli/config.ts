@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ControlPlaneOptions } from '../control-plane-options.js';
+import { DEFAULTS, type ControlPlaneOptions } from '../control-plane-options.js';
 import { UsageError } from './errors.js';
 import {
   parseAddress,
@@ -30,7 +30,7 @@ export const RUN_OPTIONS = {
   xdsAddress: {
     flag: 'xds-address',
     env: 'CHANCERY_XDS_ADDRESS',
-    default: '0.0.0.0:5678',
+    default: DEFAULTS.xdsAddress,
     value: 'HOST:PORT',
     help: 'where dataplanes connect for xDS (gRPC)',
     parse: parseAddress,
@@ -38,7 +38,7 @@ export const RUN_OPTIONS = {
   apiAddress: {
     flag: 'api-address',
     env: 'CHANCERY_API_ADDRESS',
-    default: '127.0.0.1:5681',
+    default: DEFAULTS.apiAddress,
     value: 'HOST:PORT',
     help: 'the HTTP API',
     parse: parseAddress,
@@ -46,7 +46,7 @@ export const RUN_OPTIONS = {
   store: {
     flag: 'store',
     env: 'CHANCERY_STORE',
-    default: 'memory',
+    default: DEFAULTS.store,
     value: 'memory|pglite:DIR|postgres://…',
     help: 'where resources are kept',
     parse: parseStore,
@@ -62,7 +62,7 @@ export const RUN_OPTIONS = {
   refreshInterval: {
     flag: 'refresh-interval',
     env: 'CHANCERY_REFRESH_INTERVAL',
-    default: '1s',
+    default: `${DEFAULTS.refreshInterval}ms`,
     value: 'DURATION',
     help: 'watchdog tick, a safety net: store changes regenerate at once',
     parse: parsePositiveDuration,
@@ -70,7 +70,7 @@ export const RUN_OPTIONS = {
   evictionGrace: {
     flag: 'eviction-grace',
     env: 'CHANCERY_EVICTION_GRACE',
-    default: '10s',
+    default: `${DEFAULTS.evictionGrace}ms`,
     value: 'DURATION',
     help: 'how long a disconnected session is kept',
     parse: parseDuration,

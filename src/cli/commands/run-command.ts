@@ -34,7 +34,6 @@ ${describeOptions(RUN_OPTIONS).join('\n')}
       await controlPlane.stop().catch((stopError: unknown) => logger.warn({ err: stopError }, 'stopping after a failed start failed too'));
       throw error instanceof ChanceryError ? error : new StartFailedError(error);
     }
-    logger.info({ xds: controlPlane.addresses.xds, api: controlPlane.addresses.api ?? 'off' }, 'chancery is running; SIGINT or SIGTERM stops it');
     const signal = await io.stopRequested();
     logger.info({ signal }, 'stopping');
     await controlPlane.stop();
