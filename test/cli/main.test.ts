@@ -36,7 +36,7 @@ describe('chancery run', () => {
         write: (text: string) => {
           output += text;
           const line = JSON.parse(text) as { msg: string; xds: string; api: string };
-          if (line.msg.startsWith('chancery is running')) running.resolve(line);
+          if (line.msg === 'chancery started') running.resolve(line);
         },
       },
       stderr: { write: (text: string) => (output += text) },
