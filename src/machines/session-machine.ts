@@ -33,7 +33,8 @@ export const sessionSetup = setup({
     refuseNode: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, 'stream.opened');
       const parsed = parseNodeId(context.node);
-      const message = `${parsed.ok ? `node id "${context.node}" is invalid` : parsed.reason}; it must be <mesh>.<name> naming a Dataplane`;
+      // parseNodeId's reason names the node and the rule it breaks.
+      const message = parsed.ok ? `node id "${context.node}" is invalid` : parsed.reason;
       enqueue.emit({ type: 'end', streamId: event.stream.id, status: { code: 'INVALID_ARGUMENT', message } });
     }),
     requestSnapshot: emit({ type: 'generate' }),

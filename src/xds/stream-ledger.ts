@@ -56,7 +56,9 @@ export class StreamLedger {
       type = { subscription: new Subscription(request.typeUrl), heldVersion: request.versionInfo, resendOwed: false };
       this.#types.set(request.typeUrl, type);
     }
-    if (type.subscription.update(request.resourceNames)) type.resendOwed = true;
+    // Before anything is sent the first response is owed anyway; owing a re-send from the
+    // start would also send a reconnecting client the wildcard version it says it holds.
+    if (type.subscription.update(request.resourceNames) && type.sent) type.resendOwed = true;
     const nonce = request.responseNonce;
     if (nonce !== '' && type.sent && nonce !== type.sent.nonce) return { kind: 'stale', nonce };
     if (nonce === '' || !type.sent) return { kind: 'request' };
@@ -89,7 +91,9 @@ export class StreamLedger {
     if (!force && !type.resendOwed) {
       if (type.sent?.version === version) return undefined;
       // A reconnecting client already holds this wildcard LDS/CDS version (xDS: safe to skip).
-      if (!type.sent && subscription.wildcard && subscription.names.size === 0 && type.heldVersion === version) {
+      // An empty version_info holds nothing, even when what is owed is an empty set.
+      const held = type.heldVersion !== '' && type.heldVersion === version;
+      if (!type.sent && subscription.wildcard && subscription.names.size === 0 && held) {
         type.sent = { version, nonce: '', resources, at: now };
         return undefined;
       }

@@ -1,0 +1,259 @@
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { Client, credentials, Metadata, status } from '@grpc/grpc-js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { generate } from '../../src/mesh/index.js';
+import { decodeResponse, type DecodedResponse } from '../../src/xds/decode.js';
+import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import { encodeRequest } from '../../src/xds/xds-request.js';
+import { AdsStream } from '../support/ads-client.js';
+import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
+import { BACKEND, envoyDataplane, getSession, namesOf, sessionIn, settle } from '../xds/fixtures.js';
+
+/**
+ * kuma#2171 (DESIGN §1): on disconnect Kuma wrote an empty snapshot as a placeholder; the
+ * node reconnecting to the same instance was answered with it at once, and Envoy deleted
+ * every listener and cluster until the next refresh tick. The cache never evicted either.
+ */
+
+// Every generated Snapshot passes through here on its way to a session; the churn test keeps
+// WeakRefs to a sample of them to see that eviction lets them go (I3).
+const served = vi.hoisted(() => ({ every: 0, seen: 0, refs: [] as WeakRef<object>[] }));
+vi.mock('../../src/mesh/index.js', async (importOriginal) => {
+  const mesh = await importOriginal<typeof import('../../src/mesh/index.js')>();
+  return {
+    ...mesh,
+    generate: (...args: Parameters<typeof mesh.generate>) => {
+      const result = mesh.generate(...args);
+      if (result.ok && served.every > 0 && served.seen++ % served.every === 0) served.refs.push(new WeakRef(result.snapshot));
+      return result;
+    },
+  };
+});
+
+const NODE = 'default.web-1';
+const CLUSTERS = ['backend', 'localhost:9002'];
+const LISTENERS = ['inbound:127.0.0.1:10002', 'outbound:127.0.0.1:20001'];
+
+let harness: Harness | undefined;
+const streams: AdsStream[] = [];
+afterEach(async () => {
+  for (const stream of streams.splice(0)) stream.close();
+  await harness?.stop();
+  harness = undefined;
+});
+
+async function start(instanceId = 'test'): Promise<Harness> {
+  const started = await startHarness({ instanceId });
+  await started.cp.apply(BACKEND);
+  await started.cp.apply(envoyDataplane('web-1'));
+  return started;
+}
+
+interface Held {
+  readonly clusters: DecodedResponse;
+  readonly endpoints: DecodedResponse;
+  readonly listeners: DecodedResponse;
+}
+
+/**
+ * Connects as Envoy does over ADS: wildcard CDS carrying the node, EDS for its EDS clusters,
+ * wildcard LDS, each ACKed. `held` is what it kept from a previous stream, sent as Envoy
+ * does on reconnect; without it, it asks as a freshly started Envoy.
+ */
+async function envoyConnect(target: Harness, held?: Held): Promise<{ stream: AdsStream } & Held> {
+  const stream = AdsStream.open(target.xds);
+  streams.push(stream);
+  stream.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: held?.clusters.versionInfo ?? '' });
+  const clusters = await stream.nextResponse();
+  stream.ack(clusters);
+  stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
+  const endpoints = await stream.nextResponse();
+  stream.ack(endpoints, ['backend']);
+  stream.send({ typeUrl: LISTENER });
+  const listeners = await stream.nextResponse();
+  stream.ack(listeners);
+  return { stream, clusters, endpoints, listeners };
+}
+
+/** I1 on the wire: no LDS or CDS response on any stream ever held less than the node's configuration. */
+function expectNeverLessThanConfigured(all: readonly AdsStream[], clusters = CLUSTERS, listeners = LISTENERS): void {
+  for (const stream of all) {
+    for (const response of stream.responses) {
+      if (response.typeUrl === CLUSTER) expect(namesOf(response)).toEqual(clusters);
+      if (response.typeUrl === LISTENER) expect(namesOf(response)).toEqual(listeners);
+    }
+  }
+}
+
+describe('kuma#2171: a node reconnecting to the same instance is first sent its real, complete configuration', () => {
+  const moments: [string, (h: Harness) => void, 'disconnected' | 'evicted'][] = [
+    ['before the refresh tick', () => undefined, 'disconnected'],
+    ['after a refresh tick', (h) => h.watchdog.next(), 'disconnected'],
+    ['just before the eviction grace ends', (h) => h.clock.increment(9_999), 'disconnected'],
+    ['after the grace, once its session was evicted', (h) => h.clock.increment(10_000), 'evicted'],
+  ];
+
+  it.each(moments)('when it reconnects %s', async (_moment, wait, stateMeanwhile) => {
+    const h = (harness = await start());
+    const first = await envoyConnect(h);
+    first.stream.close();
+    await sessionIn(h.cp, NODE, 'disconnected');
+    wait(h);
+    if (stateMeanwhile === 'evicted') expect((await getSession(h, NODE)).status).toBe(404);
+    else expect(h.cp.session(NODE)?.state).toBe('disconnected');
+
+    const second = await envoyConnect(h);
+    const [firstResponse] = second.stream.responses;
+    expect(firstResponse?.typeUrl).toBe(CLUSTER);
+    expect(namesOf(firstResponse!)).toEqual(CLUSTERS);
+    expect(firstResponse?.versionInfo).toBe(first.clusters.versionInfo);
+    expect(namesOf(second.listeners)).toEqual(LISTENERS);
+    expect(second.listeners.versionInfo).toBe(first.listeners.versionInfo);
+    expect(second.endpoints.resources).toEqual(first.endpoints.resources);
+    // No tick happened in between, and none was needed (I2).
+    expect(h.cp.session(NODE)?.state).toBe('serving');
+    expectNeverLessThanConfigured([first.stream, second.stream]);
+  });
+
+  it('first sends the new configuration to a node whose Dataplane changed while it was away', async () => {
+    const h = (harness = await start());
+    const first = await envoyConnect(h);
+    first.stream.close();
+    await sessionIn(h.cp, NODE, 'disconnected');
+    await h.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+
+    const second = await envoyConnect(h);
+    expect(namesOf(second.stream.responses[0]!)).toEqual([...CLUSTERS, 'payments']);
+    expect(namesOf(second.listeners)).toEqual([...LISTENERS, 'outbound:127.0.0.1:20002']);
+  });
+
+  it('sends a reconnecting Envoy that says which versions it holds nothing it holds, and nothing empty', async () => {
+    const h = (harness = await start());
+    const first = await envoyConnect(h);
+    first.stream.close();
+    await sessionIn(h.cp, NODE, 'disconnected');
+    h.watchdog.next();
+
+    const stream = AdsStream.open(h.xds);
+    streams.push(stream);
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: first.clusters.versionInfo });
+    stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'], versionInfo: first.endpoints.versionInfo });
+    stream.send({ typeUrl: LISTENER, versionInfo: first.listeners.versionInfo });
+    const sent = await settle(stream);
+    // EDS is named, so it is sent (xDS allows skipping only wildcard LDS and CDS); CDS and LDS are not.
+    expect(sent.map((response) => response.typeUrl)).toEqual([ENDPOINT]);
+    expect(h.cp.session(NODE)?.state).toBe('serving');
+
+    await h.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+    const changed = await settle(stream);
+    expect(namesOf(changed.find((response) => response.typeUrl === CLUSTER)!)).toEqual([...CLUSTERS, 'payments']);
+    expect(namesOf(changed.find((response) => response.typeUrl === LISTENER)!)).toEqual([...LISTENERS, 'outbound:127.0.0.1:20002']);
+  });
+
+  it('first sends a node that the load balancer moves to another instance its real configuration, at the same versions', async () => {
+    const a = await start('instance-a');
+    try {
+      const h = (harness = await start('instance-b'));
+      const first = await envoyConnect(a);
+      first.stream.close();
+      const second = await envoyConnect(h);
+      expect(second.clusters.controlPlane).toBe('instance-b');
+      expect(namesOf(second.stream.responses[0]!)).toEqual(CLUSTERS);
+      expect(second.clusters.versionInfo).toBe(first.clusters.versionInfo);
+      expect(second.listeners.versionInfo).toBe(first.listeners.versionInfo);
+      expectNeverLessThanConfigured([first.stream, second.stream]);
+    } finally {
+      await a.stop();
+    }
+  });
+});
+
+describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave nothing', () => {
+  const NODES = 10_000;
+  const CONCURRENCY = 200;
+  const ADS = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
+
+  /** One Envoy-like cycle: open a stream, ask for wildcard CDS, take the first response, close. */
+  function cycle(client: Client, node: string): Promise<DecodedResponse> {
+    return new Promise((resolve, reject) => {
+      let first: Buffer | undefined;
+      const call = client.makeBidiStreamRequest(ADS, (value: Uint8Array) => Buffer.from(value), (bytes: Buffer) => bytes, new Metadata());
+      call.on('data', (bytes: Buffer) => {
+        if (first) return;
+        first = bytes;
+        // Half-close, as a client going away cleanly does; the server ends the call. (Cancelling
+        // thousands of streams on one connection trips HTTP/2 rapid-reset protection.)
+        call.end();
+      });
+      call.on('error', reject);
+      call.on('status', ({ code, details }: { code: number; details: string }) => {
+        if (code !== status.OK || !first) reject(new Error(`${node}: stream ended ${code} ${details} before a response`));
+        else resolve(decodeResponse(first));
+      });
+      call.write(encodeRequest({ typeUrl: CLUSTER, nodeId: node }));
+    });
+  }
+
+  it(`evicts ${NODES.toLocaleString('en')} sessions of distinct nodes after the grace and releases their snapshots`, async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const settleHeap = async () => {
+      // Let pending callbacks and WeakRef bookkeeping finish, then collect.
+      for (let i = 0; i < 3; i++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        gc();
+      }
+      return process.memoryUsage().heapUsed;
+    };
+
+    const h = (harness = await startHarness());
+    const names = Array.from({ length: NODES }, (_, i) => `dp-${i}`);
+    const warmup = Array.from({ length: 500 }, (_, i) => `warm-${i}`);
+    const all = [...names, ...warmup];
+    for (let i = 0; i < all.length; i += 1_000) {
+      await Promise.all(all.slice(i, i + 1_000).map((name, j) => h.cp.apply(backendDataplane(name, 10_000 + i + j))));
+    }
+    const clients = [0, 1].map(() => new Client(h.xds, credentials.createInsecure()));
+    const checked: DecodedResponse[] = [];
+    const churn = async (nodes: readonly string[]) => {
+      let next = 0;
+      const worker = async () => {
+        for (let i = next++; i < nodes.length; i = next++) {
+          const response = await cycle(clients[i % clients.length]!, `default.${nodes[i]}`);
+          if (i % 1_000 === 0) checked.push(response);
+        }
+      };
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    };
+
+    // The baseline holds what lives on after the sessions: each Dataplane's encoded resources
+    // (kept by the store for as long as it exists) and the code the first streams compiled.
+    for (const name of names) generate(`default.${name}`, h.cp.store.projection);
+    await churn(warmup);
+    h.clock.increment(10_000);
+    checked.length = 0;
+    const baseline = await settleHeap();
+
+    served.every = 100;
+    try {
+      await churn(names);
+    } finally {
+      for (const client of clients) client.close();
+      served.every = 0;
+    }
+    // Every first response was the node's real CDS.
+    expect(checked).toHaveLength(NODES / 1_000);
+    for (const response of checked) expect(response.resources).toEqual([expect.objectContaining({ type: 'STATIC' })]);
+    // The server sees a half-close before it sends the status: every session is disconnected now.
+    expect(h.cp.listSessions().filter((session) => session.state === 'disconnected')).toHaveLength(NODES);
+    expect(served.refs).toHaveLength(NODES / 100);
+
+    h.clock.increment(10_000);
+    expect(h.cp.listSessions()).toHaveLength(0);
+    const after = await settleHeap();
+    expect(served.refs.filter((ref) => ref.deref() !== undefined)).toHaveLength(0);
+    // 10,000 disconnected sessions hold about 70 MB; evicted, they leave about 3 MB (JIT code, pools).
+    expect(after - baseline).toBeLessThan(15 * 1024 * 1024);
+  }, 120_000);
+});

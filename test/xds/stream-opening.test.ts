@@ -1,0 +1,118 @@
+import { status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLUSTER, LISTENER } from '../../src/xds/type-urls.js';
+import { AdsStream } from '../support/ads-client.js';
+import { startHarness, type Harness } from '../support/harness.js';
+import { BACKEND, callStatus, envoyDataplane, getSession, namesOf, unaryStatus } from './fixtures.js';
+
+const SECRET = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
+
+let harness: Harness;
+beforeAll(async () => {
+  harness = await startHarness();
+  await harness.cp.apply(BACKEND);
+  await harness.cp.apply(envoyDataplane('web-1'));
+});
+afterAll(() => harness.stop());
+
+const streams: AdsStream[] = [];
+function open(): AdsStream {
+  const stream = AdsStream.open(harness.xds);
+  streams.push(stream);
+  return stream;
+}
+afterAll(() => {
+  for (const stream of streams) stream.close();
+});
+
+describe('the node is read from the first request only (xDS "node only on the first request")', () => {
+  it('serves a stream whose later requests carry no node', async () => {
+    const stream = open();
+    stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-1' });
+    const clusters = await stream.nextResponse();
+    stream.ack(clusters);
+    stream.send({ typeUrl: LISTENER });
+    const listeners = await stream.nextResponse();
+    expect(listeners.typeUrl).toBe(LISTENER);
+    expect(namesOf(listeners)).toEqual(['inbound:127.0.0.1:10002', 'outbound:127.0.0.1:20001']);
+    expect(harness.cp.session('default.web-1')?.state).toBe('serving');
+  });
+
+  it('ignores a different node on a later request: the stream stays the first node\'s', async () => {
+    const stream = open();
+    stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
+    await stream.nextResponse();
+    stream.send({ typeUrl: LISTENER, nodeId: 'default.web-1' });
+    const listeners = await stream.nextResponse();
+    expect(namesOf(listeners)).toEqual(['inbound:127.0.0.1:10001']);
+  });
+
+  it('ends a stream whose first request has no node with INVALID_ARGUMENT saying so', async () => {
+    const stream = open();
+    stream.send({ typeUrl: CLUSTER });
+    const end = await stream.ending();
+    expect(end.code).toBe(status.INVALID_ARGUMENT);
+    expect(end.details).toMatch(/first DiscoveryRequest.*node/);
+    expect(stream.responses).toEqual([]);
+  });
+
+  it.each(['nodot', 'Bad.Name', 'default.', 'default.UPPER'])('ends a stream from node id %j with INVALID_ARGUMENT naming the node', async (node) => {
+    const stream = open();
+    stream.send({ typeUrl: CLUSTER, nodeId: node });
+    const end = await stream.ending();
+    expect(end.code).toBe(status.INVALID_ARGUMENT);
+    expect(end.details).toContain(`"${node}"`);
+    expect(end.details).toContain('<mesh>.<name>');
+    expect(stream.responses).toEqual([]);
+    // The refused node leaves no session behind (I3).
+    expect(harness.cp.session(node)).toBeUndefined();
+    expect((await getSession(harness, node)).status).toBe(404);
+  });
+});
+
+describe('an unsupported variant is refused with a gRPC status, never accepted and left silent', () => {
+  it('ends a stream whose first request asks for an unsupported type URL, naming it', async () => {
+    const stream = open();
+    stream.send({ typeUrl: SECRET, nodeId: 'default.web-1' });
+    const end = await stream.ending();
+    expect(end.code).toBe(status.INVALID_ARGUMENT);
+    expect(end.details).toContain(SECRET);
+    expect(end.details).toContain(CLUSTER);
+  });
+
+  it('ends a serving stream that asks for an unsupported type URL, naming it and the node', async () => {
+    const stream = open();
+    stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
+    await stream.nextResponse();
+    stream.send({ typeUrl: SECRET, resourceNames: ['cert'] });
+    const end = await stream.ending();
+    expect(end.code).toBe(status.INVALID_ARGUMENT);
+    expect(end.details).toContain(SECRET);
+    expect(end.details).toContain('default.backend-1');
+  });
+
+  it('answers Delta ADS with UNIMPLEMENTED and a message saying what to use instead', async () => {
+    const end = await callStatus(harness.xds, '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources');
+    expect(end.code).toBe(status.UNIMPLEMENTED);
+    expect(end.details).toMatch(/Delta.*not implemented.*StreamAggregatedResources/);
+  });
+
+  it.each([
+    ['envoy.service.listener.v3.ListenerDiscoveryService', 'StreamListeners'],
+    ['envoy.service.listener.v3.ListenerDiscoveryService', 'DeltaListeners'],
+    ['envoy.service.cluster.v3.ClusterDiscoveryService', 'StreamClusters'],
+    ['envoy.service.route.v3.RouteDiscoveryService', 'StreamRoutes'],
+    ['envoy.service.endpoint.v3.EndpointDiscoveryService', 'StreamEndpoints'],
+  ])('answers the per-type stream %s/%s with UNIMPLEMENTED naming it', async (service, method) => {
+    const end = await callStatus(harness.xds, `/${service}/${method}`, { typeUrl: LISTENER, nodeId: 'default.web-1' });
+    expect(end.code).toBe(status.UNIMPLEMENTED);
+    expect(end.details).toContain(`${service}/${method}`);
+    expect(end.details).toContain('StreamAggregatedResources');
+  });
+
+  it('answers a per-type unary fetch (FetchListeners) with UNIMPLEMENTED naming it', async () => {
+    const end = await unaryStatus(harness.xds, '/envoy.service.listener.v3.ListenerDiscoveryService/FetchListeners');
+    expect(end.code).toBe(status.UNIMPLEMENTED);
+    expect(end.details).toContain('ListenerDiscoveryService/FetchListeners');
+  });
+});
