@@ -43,6 +43,8 @@ export class XdsServer {
   readonly #options: XdsServerOptions;
   readonly #server = new Server({ 'grpc.max_concurrent_streams': 100_000 });
   readonly #encoder: ResponseEncoder;
+  /** Open streams, including those whose first request has not arrived yet. */
+  readonly #open = new Set<StreamWriter>();
   #streams = 0;
 
   constructor(options: XdsServerOptions) {
@@ -78,8 +80,12 @@ export class XdsServer {
     });
   }
 
-  /** Waits for open calls to finish (sessions end them first), forcing after `timeoutMs`. */
+  /**
+   * Ends every stream still open with UNAVAILABLE (sessions have ended theirs), then waits for
+   * the calls to finish, forcing after `timeoutMs`.
+   */
   close(timeoutMs = 5_000): Promise<void> {
+    for (const writer of this.#open) writer.end({ code: 'UNAVAILABLE', message: 'control plane shutting down; reconnect to another instance' });
     return new Promise((resolve) => {
       const force = setTimeout(() => {
         this.#server.forceShutdown();
@@ -97,10 +103,12 @@ export class XdsServer {
     const streamId = `${instanceId}/${++this.#streams}`;
     let node: string | undefined;
     const writer = new StreamWriter(call, this.#encoder, onSent && ((response, bytes) => onSent(node ?? '', response, bytes)));
+    this.#open.add(writer);
     let closed = false;
     const close = (reason: string) => {
       if (closed) return;
       closed = true;
+      this.#open.delete(writer);
       writer.closed();
       if (node !== undefined) gateway.close(node, streamId, reason);
     };
