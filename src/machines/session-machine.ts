@@ -33,7 +33,7 @@ export const sessionSetup = setup({
     refuseNode: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, 'stream.opened');
       const parsed = parseNodeId(context.node);
-      // parseNodeId's reason names the node and the rule it breaks.
+      // Every reason names the node id and the <mesh>.<name> rule it breaks.
       const message = parsed.ok ? `node id "${context.node}" is invalid` : parsed.reason;
       enqueue.emit({ type: 'end', streamId: event.stream.id, status: { code: 'INVALID_ARGUMENT', message } });
     }),

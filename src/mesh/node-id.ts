@@ -10,11 +10,11 @@ export type NodeIdParse =
  */
 export function parseNodeId(id: string): NodeIdParse {
   const dot = id.indexOf('.');
-  if (dot === -1) return { ok: false, reason: `node id "${id}" must be <mesh>.<name>` };
+  if (dot === -1) return { ok: false, reason: `node id "${id}" has no dot: it must be <mesh>.<name>` };
   const mesh = id.slice(0, dot);
   const name = id.slice(dot + 1);
-  if (!isDnsLabel(mesh)) return { ok: false, reason: `mesh "${mesh}" of node id "${id}" ${DNS_LABEL_RULE}` };
-  if (!isDnsLabel(name)) return { ok: false, reason: `name "${name}" of node id "${id}" ${DNS_LABEL_RULE}` };
+  if (!isDnsLabel(mesh)) return { ok: false, reason: `mesh "${mesh}" of node id "${id}" (<mesh>.<name>) ${DNS_LABEL_RULE}` };
+  if (!isDnsLabel(name)) return { ok: false, reason: `name "${name}" of node id "${id}" (<mesh>.<name>) ${DNS_LABEL_RULE}` };
   return { ok: true, mesh, name };
 }
 
