@@ -194,7 +194,8 @@ describe('a proxyless gRPC client (grpc-js-xds) configured by Chancery', { timeo
     /** Waits, making RPCs, until the node is served on a stream not seen before, and records what that stream was sent. */
     const servedAgain = async (what: string) => {
       const seen = new Set(streams.map(({ stream }) => stream));
-      await traffic.until(what, () => servingOn() !== undefined && !seen.has(servingOn()!) && lastSentNames('RDS').length > 0, {
+      const everyTypeSent = () => (['LDS', 'RDS', 'CDS', 'EDS'] as const).every((type) => lastSentNames(type).length > 0);
+      await traffic.until(what, () => servingOn() !== undefined && !seen.has(servingOn()!) && everyTypeSent(), {
         attempts: OUTAGE_ATTEMPTS,
         pauseMs: 50,
       });
