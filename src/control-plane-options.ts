@@ -7,7 +7,7 @@ import type { EventLog } from './store/types.js';
 export const DEFAULTS = {
   xdsAddress: '0.0.0.0:5678',
   apiAddress: '127.0.0.1:5681',
-  store: 'memory',
+  store: 'pglite:./.chancery/data',
   refreshInterval: 1_000,
   evictionGrace: 10_000,
 } as const;
@@ -18,7 +18,10 @@ export interface ControlPlaneOptions {
   readonly xdsAddress?: string;
   /** `host:port` for the HTTP API; `false` for none. Default `127.0.0.1:5681`. */
   readonly apiAddress?: string | false;
-  /** `memory`, `pglite:<dir>`, `postgres://…`, or an EventLog of your own. Default `memory`. */
+  /**
+   * `memory`, `pglite:<dir>` (embedded Postgres in-process), `postgres://…`, or an EventLog of
+   * your own (yours to close). Default `pglite:./.chancery/data`.
+   */
   readonly store?: string | EventLog;
   /** Names this instance in logs, event authors and the `control_plane.identifier` of responses. */
   readonly instanceId?: string;

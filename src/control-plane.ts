@@ -2,11 +2,19 @@ import { pino, type Logger } from 'pino';
 import { interval, type Observable, type Subscription } from 'rxjs';
 import { createApiServer, type ApiServer } from './api/index.js';
 import { DEFAULTS, type ControlPlaneOptions } from './control-plane-options.js';
-import { InvalidResourceInputError, UnsupportedStoreError } from './errors.js';
+import { InvalidResourceInputError } from './errors.js';
 import { SessionRegistry } from './machines/session-registry.js';
 import type { SessionView } from './machines/session-view.js';
 import { generate, validate, type Resource, type ResourceKey } from './mesh/index.js';
-import { createResourceStore, MemoryEventLog, type EventLog, type ResourceStore, type Stored, type WriteOptions } from './store/index.js';
+import {
+  createResourceStore,
+  openEventLog,
+  parseStoreSpec,
+  type EventLog,
+  type ResourceStore,
+  type Stored,
+  type WriteOptions,
+} from './store/index.js';
 import { XdsServer } from './xds/sotw-server.js';
 
 /**
@@ -55,85 +63,142 @@ export interface ControlPlane {
  * ```
  */
 export function createControlPlane(options: ControlPlaneOptions = {}): ControlPlane {
-  const instanceId = options.instanceId ?? `chancery-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const logger: Logger = (options.logger ?? pino({ level: 'info' })).child({ instance: instanceId });
-  const now = options.now ?? Date.now;
-  const log = openLog(options.store ?? DEFAULTS.store);
-  const store = createResourceStore(log, {
-    instance: instanceId,
-    onError: (error) => logger.warn({ err: error }, 'store catch-up failed; sessions keep their configuration'),
-  });
-  const registry = new SessionRegistry({
-    instanceId,
-    evictionGrace: options.evictionGrace ?? DEFAULTS.evictionGrace,
-    generate: (node) => {
-      const result = generate(node, store.projection);
-      return result.ok ? result : { ok: false, error: { code: result.error.code, message: result.error.message } };
-    },
-    revision: () => store.projection.revision,
-    now,
-    ...(options.clock && { clock: options.clock }),
-    logger,
-  });
-  const xds = new XdsServer({ gateway: registry, instanceId, logger, now });
-  let api: ApiServer | undefined;
-  const subscriptions: Subscription[] = [];
-  const addresses: { xds: string; api?: string } = { xds: '' };
-
-  return {
-    instanceId,
-    addresses,
-    store,
-    sessions: registry.views,
-    async start() {
-      await store.start();
-      subscriptions.push(
-        store.projections.subscribe((projection) => registry.advance(projection.revision)),
-        (options.watchdog ?? interval(options.refreshInterval ?? DEFAULTS.refreshInterval)).subscribe(() => registry.tick()),
-      );
-      addresses.xds = await xds.listen(options.xdsAddress ?? DEFAULTS.xdsAddress);
-      const apiAddress = options.apiAddress ?? DEFAULTS.apiAddress;
-      if (apiAddress !== false) {
-        api = createApiServer(
-          {
-            instanceId,
-            store,
-            sessions: { list: () => registry.list(), get: (node) => registry.get(node), lastSent: (node) => registry.lastSent(node) },
-            ready: () => store.ready,
-          },
-          { logger },
-        );
-        const colon = apiAddress.lastIndexOf(':');
-        addresses.api = await api.listen(apiAddress.slice(0, colon), Number(apiAddress.slice(colon + 1)));
-      }
-      logger.info({ xds: addresses.xds, api: addresses.api ?? 'off' }, 'chancery started');
-    },
-    async stop() {
-      registry.shutdown('control plane shutting down; reconnect to another instance');
-      for (const subscription of subscriptions.splice(0)) subscription.unsubscribe();
-      await xds.close();
-      await api?.close();
-      await store.close();
-      // A log given by the caller is the caller's to close.
-      if (typeof options.store !== 'object') await log.close();
-      logger.info('chancery stopped');
-    },
-    async apply(resource, writeOptions) {
-      const result = validate(resource);
-      if (!result.ok) throw new InvalidResourceInputError(result.issues);
-      return store.put(result.resource, writeOptions);
-    },
-    delete: (key, writeOptions) => store.delete(key, writeOptions),
-    get: (key) => store.get(key),
-    list: (type, mesh) => store.list(type, mesh),
-    listSessions: () => registry.list(),
-    session: (node) => registry.get(node),
-    lastSent: (node) => registry.lastSent(node),
-  };
+  return new ChanceryControlPlane(options);
 }
 
-function openLog(store: string | EventLog): EventLog {
-  if (typeof store !== 'string') return store;
-  if (store === 'memory') return new MemoryEventLog();
-  throw new UnsupportedStoreError(store);
+/** What exists only while the control plane runs. */
+interface Running {
+  readonly log: EventLog;
+  readonly store: ResourceStore;
+  readonly api?: ApiServer;
+  readonly subscriptions: readonly Subscription[];
+}
+
+class ChanceryControlPlane implements ControlPlane {
+  readonly instanceId: string;
+  readonly addresses: { xds: string; api?: string } = { xds: '' };
+  readonly #options: ControlPlaneOptions;
+  readonly #logger: Logger;
+  readonly #storeSpec: string | EventLog;
+  readonly #registry: SessionRegistry;
+  readonly #xds: XdsServer;
+  #running: Running | undefined;
+
+  constructor(options: ControlPlaneOptions) {
+    this.#options = options;
+    this.instanceId = options.instanceId ?? `chancery-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+    this.#logger = (options.logger ?? pino({ level: 'info' })).child({ instance: this.instanceId });
+    this.#storeSpec = options.store ?? DEFAULTS.store;
+    // A store that cannot be opened is refused here, before anything is bound.
+    if (typeof this.#storeSpec === 'string') parseStoreSpec(this.#storeSpec);
+    const now = options.now ?? Date.now;
+    this.#registry = new SessionRegistry({
+      instanceId: this.instanceId,
+      evictionGrace: options.evictionGrace ?? DEFAULTS.evictionGrace,
+      generate: (node) => {
+        const result = generate(node, this.store.projection);
+        return result.ok ? result : { ok: false, error: { code: result.error.code, message: result.error.message } };
+      },
+      revision: () => this.store.projection.revision,
+      now,
+      ...(options.clock && { clock: options.clock }),
+      logger: this.#logger,
+    });
+    this.#xds = new XdsServer({ gateway: this.#registry, instanceId: this.instanceId, logger: this.#logger, now });
+  }
+
+  get store(): ResourceStore {
+    if (!this.#running) throw new Error(`control plane ${this.instanceId} is not started`);
+    return this.#running.store;
+  }
+
+  get sessions(): Observable<SessionView> {
+    return this.#registry.views;
+  }
+
+  async start(): Promise<void> {
+    const options = this.#options;
+    const registry = this.#registry;
+    const spec = this.#storeSpec;
+    const log = typeof spec === 'string' ? await openEventLog(spec, { instance: this.instanceId }) : spec;
+    const store = createResourceStore(log, {
+      instance: this.instanceId,
+      onError: (error) => this.#logger.warn({ err: error }, 'store catch-up failed; sessions keep their configuration'),
+    });
+    this.#running = { log, store, subscriptions: [] };
+    await store.start();
+    const subscriptions = [
+      store.projections.subscribe((projection) => registry.advance(projection.revision)),
+      (options.watchdog ?? interval(options.refreshInterval ?? DEFAULTS.refreshInterval)).subscribe(() => registry.tick()),
+    ];
+    this.#running = { log, store, subscriptions };
+    this.addresses.xds = await this.#xds.listen(options.xdsAddress ?? DEFAULTS.xdsAddress);
+    const apiAddress = options.apiAddress ?? DEFAULTS.apiAddress;
+    if (apiAddress !== false) {
+      const api = createApiServer(
+        {
+          instanceId: this.instanceId,
+          store,
+          sessions: { list: () => registry.list(), get: (node) => registry.get(node), lastSent: (node) => registry.lastSent(node) },
+          ready: () => store.ready,
+        },
+        { logger: this.#logger },
+      );
+      this.#running = { log, store, subscriptions, api };
+      const colon = apiAddress.lastIndexOf(':');
+      this.addresses.api = await api.listen(apiAddress.slice(0, colon), Number(apiAddress.slice(colon + 1)));
+    }
+    this.#logger.info({ xds: this.addresses.xds, api: this.addresses.api ?? 'off', store: describeSpec(spec) }, 'chancery started');
+  }
+
+  async stop(): Promise<void> {
+    this.#registry.shutdown('control plane shutting down; reconnect to another instance');
+    await this.#xds.close();
+    const running = this.#running;
+    this.#running = undefined;
+    if (running) {
+      for (const subscription of running.subscriptions) subscription.unsubscribe();
+      await running.api?.close();
+      await running.store.close();
+      // A log given by the caller is the caller's to close.
+      if (typeof this.#storeSpec === 'string') await running.log.close();
+    }
+    this.#logger.info('chancery stopped');
+  }
+
+  async apply(resource: unknown, options?: WriteOptions): Promise<Stored<Resource>> {
+    const result = validate(resource);
+    if (!result.ok) throw new InvalidResourceInputError(result.issues);
+    return this.store.put(result.resource, options);
+  }
+
+  delete(key: ResourceKey, options?: WriteOptions): Promise<void> {
+    return this.store.delete(key, options);
+  }
+
+  get(key: ResourceKey): Stored<Resource> | undefined {
+    return this.store.get(key);
+  }
+
+  list(type: Resource['type'], mesh?: string): readonly Stored<Resource>[] {
+    return this.store.list(type, mesh);
+  }
+
+  listSessions(): SessionView[] {
+    return this.#registry.list();
+  }
+
+  session(node: string): SessionView | undefined {
+    return this.#registry.get(node);
+  }
+
+  lastSent(node: string): ReturnType<SessionRegistry['lastSent']> {
+    return this.#registry.lastSent(node);
+  }
+}
+
+/** A store spec for the log: a Postgres URL without its password. */
+function describeSpec(spec: string | EventLog): string {
+  if (typeof spec !== 'string') return 'custom event log';
+  return spec.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 }

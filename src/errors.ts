@@ -13,11 +13,3 @@ export class InvalidResourceInputError extends ChanceryError {
     return this.issues[0]?.path;
   }
 }
-
-/** A `store` option Chancery cannot open. */
-export class UnsupportedStoreError extends ChanceryError {
-  readonly code = 'CHANCERY_UNSUPPORTED_STORE';
-  constructor(readonly store: string) {
-    super(`store "${store}" is not supported yet: use "memory" (PGlite and Postgres stores are not built yet)`);
-  }
-}

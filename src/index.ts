@@ -5,7 +5,8 @@
 export { createControlPlane, type ControlPlane } from './control-plane.js';
 export type { ControlPlaneOptions } from './control-plane-options.js';
 export { ChanceryError } from './chancery-error.js';
-export { InvalidResourceInputError, UnsupportedStoreError } from './errors.js';
+export { InvalidResourceInputError } from './errors.js';
+export { UnsupportedStoreError } from './store/index.js';
 export { sessionMachine, type SessionMachine } from './machines/session-machine.js';
 export type { SessionEvent, SessionIntent, StreamInfo } from './machines/session-events.js';
 export type { SessionContext, SessionInput } from './machines/session-context.js';

@@ -3,6 +3,8 @@
  * message says what is expected; the config table adds which flag or variable it came from.
  */
 
+import { parseStoreSpec } from '../store/index.js';
+
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
 
@@ -33,10 +35,8 @@ export function parseAddress(text: string): string {
 
 /** `memory`, `pglite:<dir>` or a `postgres://` URL; whether it can be opened is the control plane's call. */
 export function parseStore(text: string): string {
-  if (text === 'memory') return text;
-  if (text.startsWith('pglite:') && text.length > 'pglite:'.length) return text;
-  if (/^postgres(ql)?:\/\//.test(text) && URL.canParse(text)) return text;
-  throw new Error(`expected memory, pglite:<dir> or postgres://…; got "${text}"`);
+  parseStoreSpec(text);
+  return text;
 }
 
 const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;

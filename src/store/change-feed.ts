@@ -48,6 +48,11 @@ export class ChangeFeed {
     return this.#projection;
   }
 
+  /** Why the last catch-up failed; undefined once one succeeds (the store is not ready meanwhile). */
+  get failure(): StoreUnavailableError | undefined {
+    return this.#failure;
+  }
+
   /** Follows the log, and resolves once caught up; rejects (and stops) if that first read fails. */
   async start(): Promise<void> {
     // Subscribe before the first read: a wake-up during it coalesces into another catch-up.

@@ -54,6 +54,33 @@ export class StoreUnavailableError extends ChanceryError {
   }
 }
 
+/** A store spec (`--store`, `CHANCERY_STORE`) names no backend Chancery has. */
+export class UnsupportedStoreError extends ChanceryError {
+  readonly code = 'CHANCERY_STORE_UNSUPPORTED';
+
+  constructor(
+    readonly spec: string,
+    readonly accepted: readonly string[],
+  ) {
+    super(`store "${spec}" is not supported: use one of ${accepted.join(', ')}`);
+  }
+}
+
+/**
+ * The database was migrated by a newer Chancery than this one: this instance refuses to start
+ * rather than write to a schema it does not know.
+ */
+export class StoreSchemaTooNewError extends ChanceryError {
+  readonly code = 'CHANCERY_STORE_SCHEMA_TOO_NEW';
+
+  constructor(
+    readonly found: number,
+    readonly known: number,
+  ) {
+    super(`the store's schema is at version ${found}, but this Chancery knows versions up to ${known}: upgrade Chancery`);
+  }
+}
+
 function describeVersion(version: ResourceVersion | 'absent'): string {
   return version === 'absent' ? 'it to be absent' : `version ${version}`;
 }

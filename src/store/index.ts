@@ -1,6 +1,14 @@
 export { describeKey } from './describe-key.js';
-export { MeshNotFoundError, NotFoundError, StoreUnavailableError, VersionConflictError } from './errors.js';
+export {
+  MeshNotFoundError,
+  NotFoundError,
+  StoreSchemaTooNewError,
+  StoreUnavailableError,
+  UnsupportedStoreError,
+  VersionConflictError,
+} from './errors.js';
 export { MemoryEventLog, type MemoryEventLogOptions } from './memory-event-log.js';
+export { openEventLog, parseStoreSpec, STORE_SPECS, type OpenEventLogOptions, type StoreSpec } from './open-event-log.js';
 export { applyEvents, emptyProjection } from './projection.js';
 export {
   createMemoryStore,

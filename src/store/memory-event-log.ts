@@ -1,35 +1,17 @@
 import { Subject, type Observable } from 'rxjs';
-import { keyOf, type ResourceKey } from '../mesh/index.js';
-import { NotFoundError, StoreUnavailableError, VersionConflictError } from './errors.js';
-import {
-  asResourceVersion,
-  asSeq,
-  type Author,
-  type EventLog,
-  type ResourceEvent,
-  type ResourceVersion,
-  type Seq,
-  type Write,
-} from './types.js';
+import { StoreUnavailableError } from './errors.js';
+import { asSeq, type Author, type EventLog, type ResourceEvent, type Seq, type Write } from './types.js';
+import { planWrites, type KeyState } from './write-plan.js';
 
 export interface MemoryEventLogOptions {
   /** Stamps each event's `at`; default the system clock. */
   readonly now?: () => Date;
 }
 
-/** What the log knows of one key: its last event's version, and whether that was an upsert. */
-interface KeyState {
-  readonly version: ResourceVersion;
-  readonly live: boolean;
-}
-
 /**
  * The event log in memory, for `--store memory` and tests. It obeys the same contract as the
- * Postgres and PGlite logs (test/store/event-log-contract.ts).
- *
- * Versions count a key's events: 1 on create, +1 on each upsert, and a delete records the
- * deleted version + 1. A key re-created after a delete carries on from there instead of
- * restarting at 1, so a version a client read (`If-Match`) never matches a later incarnation.
+ * Postgres and PGlite logs (test/store/event-log-contract.ts), and numbers versions with the
+ * same `planWrites`.
  */
 export class MemoryEventLog implements EventLog {
   readonly #now: () => Date;
@@ -46,25 +28,11 @@ export class MemoryEventLog implements EventLog {
 
   async append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]> {
     this.#assertOpen(`appending ${writes.length} events`);
-    // Check every write before appending any, so a conflict leaves the log untouched. Checks
-    // see the batch's earlier writes, as they would inside a database transaction.
-    const staged = new Map<string, KeyState>();
-    const planned: { readonly write: Write; readonly key: ResourceKey; readonly version: ResourceVersion }[] = [];
-    for (const write of writes) {
-      const key = write.kind === 'upserted' ? keyOf(write.resource) : { type: write.key.type, mesh: write.key.mesh, name: write.key.name };
-      const id = idOf(key);
-      const current = staged.get(id) ?? this.#keys.get(id);
-      const actual = current?.live === true ? current.version : 'absent';
-      if (write.kind === 'deleted' && actual === 'absent') throw new NotFoundError(key);
-      if (write.expected !== undefined && write.expected !== actual) throw new VersionConflictError(key, write.expected, actual);
-      const version = asResourceVersion((current?.version ?? 0) + 1);
-      staged.set(id, { version, live: write.kind === 'upserted' });
-      planned.push({ write, key, version });
-    }
-
+    // Every write is checked before any is appended, so a conflict leaves the log untouched.
+    const plan = planWrites(writes, (id) => this.#keys.get(id));
     const at = this.#now().toISOString();
     const events: ResourceEvent[] = [];
-    for (const { write, key, version } of planned) {
+    for (const { write, key, version } of plan.events) {
       const seq = asSeq(this.#events.length + 1);
       const event: ResourceEvent =
         write.kind === 'upserted'
@@ -73,7 +41,7 @@ export class MemoryEventLog implements EventLog {
       this.#events.push(event);
       events.push(event);
     }
-    for (const [id, state] of staged) this.#keys.set(id, state);
+    for (const [id, { version, live }] of plan.heads) this.#keys.set(id, { version, live });
     this.#wakeups.next();
     return events;
   }
@@ -93,7 +61,3 @@ export class MemoryEventLog implements EventLog {
   }
 }
 
-/** NUL separates the parts: Postgres text cannot hold it, so no stored name contains one. */
-function idOf(key: ResourceKey): string {
-  return `${key.type}\0${key.mesh}\0${key.name}`;
-}

@@ -13,7 +13,7 @@ export function emptyProjection(): Projection {
  * batch, not once per event.
  *
  * Each event is applied once, in order (I7): one with `seq <= revision` was already applied
- * and is skipped. Gaps are fine (Postgres sequences skip values of rolled-back transactions).
+ * and is skipped. Gaps would be fine, although no log leaves any (see sql-event-log.ts).
  * A Dataplane event for a mesh that does not exist is skipped, deterministically on every
  * instance: its mesh was deleted by a batch that raced it.
  */

@@ -59,7 +59,7 @@ class EventSourcedStore implements ResourceStore {
   readonly #feed: ChangeFeed;
   readonly #author: Author;
   readonly projections: Observable<Projection>;
-  #ready = false;
+  #started = false;
   #closed = false;
 
   constructor(log: EventLog, options: ResourceStoreOptions, ownsLog: boolean) {
@@ -74,8 +74,16 @@ class EventSourcedStore implements ResourceStore {
     this.projections = this.#feed.projections;
   }
 
+  /**
+   * Started, not closed, and the last catch-up succeeded: false during an outage, true again
+   * after the first catch-up that reaches the log (the feed retries on each wake-up and resync).
+   */
   get ready(): boolean {
-    return this.#ready;
+    return this.#started && !this.#closed && this.#feed.failure === undefined;
+  }
+
+  get failure(): StoreUnavailableError | undefined {
+    return this.#closed ? undefined : this.#feed.failure;
   }
 
   get projection(): Projection {
@@ -91,12 +99,11 @@ class EventSourcedStore implements ResourceStore {
       await this.#feed.stop();
       throw error;
     }
-    this.#ready = true;
+    this.#started = true;
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    this.#ready = false;
     await this.#feed.stop();
     if (this.#ownsLog) await this.#log.close();
   }
@@ -180,7 +187,9 @@ class EventSourcedStore implements ResourceStore {
 
   #assertRunning(operation: string): void {
     if (this.#closed) throw new StoreUnavailableError(operation, { cause: new Error('the store is closed') });
-    if (!this.#ready) throw new StoreUnavailableError(operation, { cause: new Error('the store has not started') });
+    // Not `ready`: during an outage a write is still tried, and fails on its own if the log
+    // is unreachable (or succeeds the moment the database is back).
+    if (!this.#started) throw new StoreUnavailableError(operation, { cause: new Error('the store has not started') });
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Observable } from 'rxjs';
 import type { Dataplane, Mesh, Resource, ResourceKey, Valid } from '../mesh/resources.js';
+import type { StoreUnavailableError } from './errors.js';
 
 declare const seqBrand: unique symbol;
 declare const versionBrand: unique symbol;
@@ -102,8 +103,13 @@ export interface ResourceStore {
   /** Rebuilds the projection from the log and follows it; creates Mesh `default` on an empty log. */
   start(): Promise<void>;
   close(): Promise<void>;
-  /** True once the projection has caught up with the log. */
+  /**
+   * True once started and caught up with the log; false again while the log is unreachable
+   * (a catch-up failed), until a catch-up succeeds. `/readyz` reports it.
+   */
   readonly ready: boolean;
+  /** Why the last catch-up failed, while it keeps failing (the reason `/readyz` can give). */
+  readonly failure: StoreUnavailableError | undefined;
   readonly projection: Projection;
   /** Emits the current projection on subscribe, then each newer one, in revision order. */
   readonly projections: Observable<Projection>;

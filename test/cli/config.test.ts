@@ -19,7 +19,7 @@ describe('the run option table', () => {
     expect(resolve({})).toEqual({
       xdsAddress: '0.0.0.0:5678',
       apiAddress: '127.0.0.1:5681',
-      store: 'memory',
+      store: 'pglite:./.chancery/data',
       refreshInterval: 1000,
       evictionGrace: 10_000,
       logLevel: 'info',
@@ -37,11 +37,12 @@ describe('the run option table', () => {
   });
 
   it('treats an empty variable as unset', () => {
-    expect(resolve({}, { CHANCERY_STORE: '' }).store).toBe('memory');
+    expect(resolve({}, { CHANCERY_STORE: '' }).store).toBe('pglite:./.chancery/data');
   });
 
   it('accepts every store form and IPv6 addresses', () => {
     expect(resolve({ store: 'pglite:./.chancery/data' }).store).toBe('pglite:./.chancery/data');
+    expect(resolve({ store: 'memory' }).store).toBe('memory');
     expect(resolve({ store: 'postgres://chancery@db:5432/xds' }).store).toBe('postgres://chancery@db:5432/xds');
     expect(resolve({ 'api-address': '[::1]:5681' }).apiAddress).toBe('[::1]:5681');
   });
@@ -49,8 +50,8 @@ describe('the run option table', () => {
   it.each([
     [{ 'xds-address': '5678' }, {}, /^--xds-address: expected host:port/],
     [{ 'api-address': 'localhost:99999' }, {}, /^--api-address: expected host:port/],
-    [{ store: 'mysql://db' }, {}, /^--store: expected memory, pglite:<dir> or postgres:/],
-    [{ store: 'pglite:' }, {}, /^--store: /],
+    [{ store: 'mysql://db' }, {}, /^--store: store "mysql:\/\/db" is not supported: use one of memory, pglite:<dir>/],
+    [{ store: 'sqlite:x.db' }, {}, /^--store: /],
     [{ 'refresh-interval': '0s' }, {}, /^--refresh-interval: must be longer than 0/],
     [{ 'eviction-grace': 'ten seconds' }, {}, /^--eviction-grace: expected a duration/],
     [{ 'log-level': 'verbose' }, {}, /^--log-level: expected one of fatal, error/],
@@ -66,7 +67,7 @@ describe('the run option table', () => {
     expect(options).toEqual({
       xdsAddress: '0.0.0.0:5678',
       apiAddress: '127.0.0.1:5681',
-      store: 'memory',
+      store: 'pglite:./.chancery/data',
       refreshInterval: 250,
       evictionGrace: 10_000,
       logger,

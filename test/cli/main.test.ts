@@ -56,10 +56,18 @@ describe('chancery run', () => {
     expect(output).toContain('"msg":"stopping"');
   });
 
-  it('exits 1 with the control plane error for a store it cannot open', async () => {
-    const { code, stderr } = await runCli(['run', '--store', 'pglite:./.chancery/data', '--xds-address', '127.0.0.1:0', '--api-address', '127.0.0.1:0']);
+  it('exits 2 naming --store for a store it does not know', async () => {
+    const { code, stderr } = await runCli(['run', '--store', 'mysql://db', '--xds-address', '127.0.0.1:0', '--api-address', '127.0.0.1:0']);
+    expect(code).toBe(2);
+    expect(stderr).toContain('--store');
+    expect(stderr).toContain('"mysql://db" is not supported');
+  });
+
+  it('exits 1 saying why when the store cannot be reached', async () => {
+    const unreachable = 'postgres://postgres@127.0.0.1:1/nowhere';
+    const { code, stderr } = await runCli(['run', '--store', unreachable, '--xds-address', '127.0.0.1:0', '--api-address', '127.0.0.1:0', '--log-level', 'silent']);
     expect(code).toBe(1);
-    expect(stderr).toMatch(/^CHANCERY_UNSUPPORTED_STORE: /);
+    expect(stderr).toMatch(/^CHANCERY_STORE_UNAVAILABLE: .*ECONNREFUSED/);
   });
 
   it('exits 1 saying why when the API port is taken', async () => {

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { MeshNotFoundError, NotFoundError, StoreUnavailableError, VersionConflictError } from '../../src/store/errors.js';
+import {
+  MeshNotFoundError,
+  NotFoundError,
+  StoreSchemaTooNewError,
+  StoreUnavailableError,
+  UnsupportedStoreError,
+  VersionConflictError,
+} from '../../src/store/errors.js';
 import { asResourceVersion } from '../../src/store/types.js';
 import { dataplaneKey, meshKey } from './fixtures.js';
 
@@ -10,6 +17,8 @@ describe('store errors', () => {
       new NotFoundError(meshKey('m')),
       new MeshNotFoundError('m', dataplaneKey('m', 'a')),
       new StoreUnavailableError('reading events after seq 0'),
+      new UnsupportedStoreError('mysql://db', ['memory']),
+      new StoreSchemaTooNewError(3, 1),
     ];
     const codes = errors.map((error) => error.code);
     expect(new Set(codes).size).toBe(errors.length);
@@ -43,5 +52,11 @@ describe('store errors', () => {
     const error = new StoreUnavailableError('reading events after seq 12', { cause });
     expect(error.cause).toBe(cause);
     expect(error.message).toBe('store unavailable while reading events after seq 12: connection refused');
+  });
+
+  it('tell which schema version the database has and which this Chancery knows', () => {
+    expect(new StoreSchemaTooNewError(3, 1).message).toBe(
+      "the store's schema is at version 3, but this Chancery knows versions up to 1: upgrade Chancery",
+    );
   });
 });

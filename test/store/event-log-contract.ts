@@ -1,6 +1,7 @@
 import { firstValueFrom } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NotFoundError, VersionConflictError } from '../../src/store/errors.js';
+import type { Dataplane, Valid } from '../../src/mesh/resources.js';
+import { NotFoundError, StoreUnavailableError, VersionConflictError } from '../../src/store/errors.js';
 import { asResourceVersion, asSeq, type EventLog, type ResourceEvent } from '../../src/store/types.js';
 import { author, dataplane, dataplaneKey, mesh, meshKey } from './fixtures.js';
 
@@ -8,7 +9,8 @@ const v = asResourceVersion;
 
 /**
  * The behaviour every EventLog backend shares (memory, PGlite, Postgres): each backend's test
- * file calls this with a factory for a fresh, empty log.
+ * file calls this with a factory for a fresh, empty log. The suite closes each log after its
+ * test (and a test may close it first), so `close()` must be safe to call twice.
  */
 export function eventLogContract(name: string, newLog: () => Promise<EventLog>): void {
   describe(`${name} obeys the EventLog contract`, () => {
@@ -72,6 +74,29 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
         const [, upsert, deletion] = await readAll();
         expect(upsert).toMatchObject({ kind: 'upserted', key: dataplaneKey('default', 'a'), resource });
         expect(deletion).toMatchObject({ kind: 'deleted', key: dataplaneKey('default', 'a') });
+      });
+
+      it('numbers events 1, 2, 3… from an empty log, and a rejected batch leaves no gap', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('a') }], author);
+        await expect(log.append([{ kind: 'upserted', resource: mesh('a'), expected: 'absent' }], author)).rejects.toBeInstanceOf(
+          VersionConflictError,
+        );
+        await log.append([{ kind: 'upserted', resource: mesh('b') }, { kind: 'upserted', resource: mesh('c') }], author);
+        expect((await readAll()).map((event) => event.seq)).toEqual([1, 2, 3]);
+      });
+
+      it('keeps names and field values exactly, whatever characters they hold', async () => {
+        const odd = `quote" back\\slash ' apostrophe, ünïcödé ✓ 🚀 {"json": [1]}`;
+        const base = dataplane(odd, odd);
+        const resource = {
+          ...base,
+          networking: { ...base.networking, inbound: [{ port: 1, servicePort: 1, tags: { service: odd, [odd]: odd } }] },
+        } as Valid<Dataplane>;
+        await log.append([{ kind: 'upserted', resource: mesh(odd) }], { instance: odd, caller: odd });
+        await log.append([{ kind: 'upserted', resource }], author);
+        const [meshEvent, dataplaneEvent] = await readAll();
+        expect(meshEvent).toMatchObject({ key: meshKey(odd), resource: mesh(odd), by: { instance: odd, caller: odd } });
+        expect(dataplaneEvent).toMatchObject({ key: dataplaneKey(odd, odd), resource });
       });
 
       it('wakes its readers after an append', async () => {
@@ -209,6 +234,12 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
         expect(events[0]!.seq).toBeLessThan(events[1]!.seq);
         expect(events[1]!.seq).toBeLessThan(events[2]!.seq);
       });
+    });
+
+    it('rejects reads and appends with StoreUnavailableError once closed', async () => {
+      await log.close();
+      await expect(log.readAfter(asSeq(0), 10)).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(log.append([{ kind: 'upserted', resource: mesh('a') }], author)).rejects.toBeInstanceOf(StoreUnavailableError);
     });
 
     it('lets exactly one of two concurrent writers with the same expected version win', async () => {

@@ -229,6 +229,28 @@ describe('projections', () => {
     expect((await seen).meshes.get('payments')?.mesh.resource).toEqual(mesh('payments'));
   });
 
+  it('is not ready while catch-ups fail, still tries writes, and is ready again after a catch-up succeeds', async () => {
+    const log = new ScriptedLog();
+    const resync = new Subject<void>();
+    const errors = new Subject<StoreUnavailableError>();
+    const store = await startedStore(log, { resync, onError: (error) => errors.next(error) });
+    expect(store.ready).toBe(true);
+
+    log.failure = new Error('connection refused');
+    const failed = firstValueFrom(errors);
+    resync.next();
+    await failed;
+    expect(store.ready).toBe(false);
+    expect(store.failure).toMatchObject({ code: 'CHANCERY_STORE_UNAVAILABLE', cause: log.failure });
+
+    log.failure = undefined;
+    // The write reaches the log, and its own catch-up makes the store ready again.
+    await store.put(mesh('payments'));
+    expect(store.ready).toBe(true);
+    expect(store.failure).toBeUndefined();
+    expect(store.get(meshKey('payments'))).toBeDefined();
+  });
+
   it('keeps the last projection and emits nothing while readAfter rejects, then catches up on resync', async () => {
     const log = new ScriptedLog();
     const resync = new Subject<void>();

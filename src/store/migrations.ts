@@ -1,0 +1,94 @@
+import { StoreSchemaTooNewError } from './errors.js';
+import type { SqlClient } from './sql-client.js';
+
+/** One step of the schema. Never edit one that has shipped: add the next version. */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/**
+ * Advisory lock keys (the two-int form, class `CHNC`), held for one transaction each. Appends
+ * take `append` (see sql-event-log.ts); starting instances take `migrations`.
+ */
+export const ADVISORY_LOCK = {
+  migrations: 'pg_advisory_xact_lock(1128812099, 1)',
+  append: 'pg_advisory_xact_lock(1128812099, 2)',
+} as const;
+
+/** The NOTIFY channel of appends: a wake-up only, whose payload is the last seq (I7). */
+export const EVENTS_CHANNEL = 'chancery_events';
+
+/**
+ * The schema Postgres and PGlite share, in order.
+ *
+ * `events` is the log, append-only: `seq` is the store revision, the primary key and the only
+ * order; `version` is the key's own version after the event (see write-plan.ts); `body` is the
+ * validated resource of an upsert and NULL for a delete. `resources` holds each key's head (its
+ * last version and whether it is live) so the optimistic-concurrency check reads one row per
+ * key instead of the key's history.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'events and resource heads',
+    sql: `
+      CREATE TABLE events (
+        seq BIGINT PRIMARY KEY CHECK (seq >= 1),
+        resource_type TEXT NOT NULL,
+        mesh TEXT NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('upserted', 'deleted')),
+        body JSONB,
+        version BIGINT NOT NULL CHECK (version >= 1),
+        at TIMESTAMPTZ NOT NULL,
+        instance TEXT NOT NULL,
+        caller TEXT,
+        CHECK ((kind = 'upserted') = (body IS NOT NULL))
+      );
+      -- A resource's history, and what it looked like at revision R (issue 3, history API).
+      CREATE INDEX events_by_key ON events (resource_type, mesh, name, seq);
+      CREATE TABLE resources (
+        resource_type TEXT NOT NULL,
+        mesh TEXT NOT NULL,
+        name TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        live BOOLEAN NOT NULL,
+        -- The key's last event.
+        seq BIGINT NOT NULL,
+        PRIMARY KEY (resource_type, mesh, name)
+      );
+    `,
+  },
+];
+
+/**
+ * Brings the schema up to date, in one transaction under an advisory lock: instances that
+ * start together take turns, and each later one finds the work done. A database migrated
+ * by a newer Chancery is refused with `StoreSchemaTooNewError`.
+ */
+export async function migrate(client: SqlClient, migrations: readonly Migration[] = MIGRATIONS): Promise<void> {
+  await client.transaction(async (tx) => {
+    // Its own statement, before any read: in READ COMMITTED each statement sees what was
+    // committed when it started, so reads after the lock see the previous holder's work.
+    await tx.query(`SELECT ${ADVISORY_LOCK.migrations}`);
+    await tx.query(`
+      CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+      )
+    `);
+    const rows = await tx.query('SELECT version FROM schema_migrations');
+    const applied = new Set(rows.map((row) => Number(row['version'])));
+    const known = migrations.at(-1)?.version ?? 0;
+    const newest = Math.max(0, ...applied);
+    if (newest > known) throw new StoreSchemaTooNewError(newest, known);
+    for (const migration of migrations) {
+      if (applied.has(migration.version)) continue;
+      await tx.exec(migration.sql);
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+    }
+  });
+}
