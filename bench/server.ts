@@ -1,0 +1,169 @@
+/**
+ * A bench child process running Chancery: memory store, no HTTP API, pino at `warn`, xDS on
+ * a loopback port the OS chooses. The parent (a `*.bench.ts`) drives it over IPC: it applies
+ * the mesh, makes changes, and reads memory after a forced GC, CPU time, event-loop delay and
+ * session counts. Start it with `--expose-gc` (ChildLink.fork does).
+ */
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { pino } from 'pino';
+import { createControlPlane, type ControlPlane } from '../src/index.js';
+import { generate } from '../src/mesh/index.js';
+import { serveCommands, monotonicMs } from './support/child-link.js';
+import { PhaseProfiler, type PhaseProfile } from './support/cpu-profile.js';
+import { dataplane, hubEndpoint, nodeId, type MeshShape } from './support/mesh-shape.js';
+
+export interface MemorySample {
+  readonly heapUsed: number;
+  readonly heapTotal: number;
+  readonly external: number;
+  readonly arrayBuffers: number;
+  readonly rss: number;
+}
+
+export interface UsageSample {
+  /** Monotonic ms (shared with the fleet). */
+  readonly at: number;
+  /** CPU time of this process since it started, ms. */
+  readonly cpuMs: number;
+  /** The longest event-loop stall since the previous sample, ms. */
+  readonly loopStallMaxMs: number;
+}
+
+export type ServerApi = {
+  start: { args: { refreshInterval: number }; result: { xds: string; pid: number } };
+  /** Applies the mesh's dataplanes, `concurrency` writes in flight (the store batches their catch-ups). */
+  apply: { args: { shape: MeshShape; concurrency: number }; result: { ms: number; revision: number } };
+  /** Generates every node's snapshot once, so the memoised per-node resources exist before any session does. */
+  warm: { args: { shape: MeshShape }; result: { ms: number } };
+  memory: { args: null; result: MemorySample };
+  usage: { args: null; result: UsageSample };
+  sessions: { args: null; result: { counts: Record<string, number>; ms: number } };
+  /**
+   * Adds one hub endpoint. `fannedOutAt` is when the store's projection emission reached a
+   * subscriber made after the control plane's own, i.e. once every session had handled
+   * `store.advanced`; `appliedAt` is when `cp.apply` resolved.
+   */
+  change: {
+    args: { change: number };
+    result: { startedAt: number; fannedOutAt: number; appliedAt: number; revision: number };
+  };
+  /** Starts the V8 sampling profiler (for `--cpu-prof`). */
+  profileStart: { args: null; result: null };
+  /** Stops it, writes the profile to `file`, and returns the hottest functions since `profileStart`. */
+  profileStop: { args: { top: number; file: string }; result: PhaseProfile };
+  stop: { args: null; result: { ms: number } };
+};
+
+// The longest the event loop went without running a 10 ms interval timer. (monitorEventLoopDelay
+// missed multi-second stalls after reset() here, so the bench measures it itself.)
+const STALL_PERIOD_MS = 10;
+let lastInterval = monotonicMs();
+let longestStall = 0;
+setInterval(() => {
+  const now = monotonicMs();
+  longestStall = Math.max(longestStall, now - lastInterval - STALL_PERIOD_MS);
+  lastInterval = now;
+}, STALL_PERIOD_MS).unref();
+const profiler = new PhaseProfiler();
+let cp: ControlPlane | undefined;
+/** Monotonic ms at which each store revision the store emitted had been handed to every session. */
+const fannedOut: { readonly revision: number; readonly at: number }[] = [];
+
+function running(): ControlPlane {
+  if (!cp) throw new Error('the control plane has not been started');
+  return cp;
+}
+
+serveCommands<ServerApi>({
+  async start({ refreshInterval }) {
+    cp = createControlPlane({
+      xdsAddress: '127.0.0.1:0',
+      apiAddress: false,
+      store: 'memory',
+      instanceId: 'bench',
+      refreshInterval,
+      logger: pino({ level: 'warn' }, pino.destination(2)),
+    });
+    await cp.start();
+    // Subscribed after the control plane's own subscriber, so this runs once every session has the revision.
+    cp.store.projections.subscribe((projection) => fannedOut.push({ revision: projection.revision, at: monotonicMs() }));
+    return { xds: cp.addresses.xds, pid: process.pid };
+  },
+
+  async apply({ shape, concurrency }) {
+    const control = running();
+    const started = monotonicMs();
+    for (let from = 0; from < shape.nodes; from += concurrency) {
+      const writes: Promise<unknown>[] = [];
+      for (let index = from; index < Math.min(shape.nodes, from + concurrency); index++) writes.push(control.apply(dataplane(index, shape)));
+      await Promise.all(writes);
+    }
+    fannedOut.length = 0;
+    return { ms: monotonicMs() - started, revision: control.store.projection.revision };
+  },
+
+  warm({ shape }) {
+    const control = running();
+    const started = monotonicMs();
+    for (let index = 0; index < shape.nodes; index++) {
+      const result = generate(nodeId(index), control.store.projection);
+      if (!result.ok) throw new Error(`generating ${nodeId(index)}: ${result.error.message}`);
+    }
+    return { ms: monotonicMs() - started };
+  },
+
+  async memory() {
+    // Twice, with a turn between: FinalizationRegistry callbacks (the encode cache) run in between.
+    const collect = globalThis.gc;
+    if (!collect) throw new Error('bench/server.ts needs --expose-gc to measure memory');
+    collect();
+    await nextTurn();
+    collect();
+    const { heapUsed, heapTotal, external, arrayBuffers, rss } = process.memoryUsage();
+    return { heapUsed, heapTotal, external, arrayBuffers, rss };
+  },
+
+  usage() {
+    const { user, system } = process.cpuUsage();
+    const sample = {
+      at: monotonicMs(),
+      cpuMs: (user + system) / 1000,
+      loopStallMaxMs: Math.max(longestStall, monotonicMs() - lastInterval - STALL_PERIOD_MS),
+    };
+    longestStall = 0;
+    return sample;
+  },
+
+  sessions() {
+    const started = monotonicMs();
+    const counts: Record<string, number> = {};
+    for (const session of running().listSessions()) counts[session.state] = (counts[session.state] ?? 0) + 1;
+    return { counts, ms: monotonicMs() - started };
+  },
+
+  async change({ change }) {
+    const control = running();
+    const startedAt = monotonicMs();
+    const stored = await control.apply(hubEndpoint(change));
+    const appliedAt = monotonicMs();
+    const revision = stored.seq;
+    // The store may fold several writes into one emission: the first at or past this write counts.
+    const fannedOutAt = fannedOut.find((emission) => emission.revision >= revision)?.at ?? Number.NaN;
+    fannedOut.length = 0;
+    return { startedAt, fannedOutAt, appliedAt, revision };
+  },
+
+  async profileStart() {
+    await profiler.start();
+    return null;
+  },
+
+  profileStop: ({ top, file }) => profiler.stop(top, file),
+
+  async stop() {
+    const started = monotonicMs();
+    await cp?.stop();
+    setTimeout(() => process.exit(0), 10);
+    return { ms: monotonicMs() - started };
+  },
+});

@@ -1,0 +1,114 @@
+import { writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
+import path from 'node:path';
+
+/** One function's share of a CPU profile. */
+export interface HotFunction {
+  readonly name: string;
+  /** `file:line`, relative to the repository or to node_modules. */
+  readonly where: string;
+  /** Self or inclusive time, by the list it is in. */
+  readonly ms: number;
+  readonly percent: number;
+}
+
+/** The hottest functions of a phase, and where its full profile was written. */
+export interface PhaseProfile {
+  /** By time spent in the function itself. */
+  readonly self: readonly HotFunction[];
+  /** By time spent in the function and what it called. */
+  readonly inclusive: readonly HotFunction[];
+  /** A `.cpuprofile` file (open it in Chrome DevTools or speedscope). */
+  readonly file: string;
+}
+
+interface ProfileNode {
+  readonly id: number;
+  readonly children?: readonly number[];
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+}
+
+interface Profile {
+  readonly nodes: readonly ProfileNode[];
+  readonly samples: readonly number[];
+  readonly timeDeltas: readonly number[];
+}
+
+/**
+ * The V8 sampling profiler of this process, started and stopped around one phase of a bench
+ * (the connect storm, a change), so the hot functions are those of that phase alone.
+ */
+export class PhaseProfiler {
+  readonly #session = new Session();
+  #running = false;
+
+  async start(): Promise<void> {
+    if (this.#running) return;
+    this.#session.connect();
+    await this.#session.post('Profiler.enable');
+    await this.#session.post('Profiler.setSamplingInterval', { interval: 200 });
+    await this.#session.post('Profiler.start');
+    this.#running = true;
+  }
+
+  /** Stops, writes the profile to `file`, and returns the `top` functions by self and by inclusive time. */
+  async stop(top: number, file: string): Promise<PhaseProfile> {
+    if (!this.#running) return { self: [], inclusive: [], file: '' };
+    const { profile } = (await this.#session.post('Profiler.stop')) as unknown as { profile: Profile };
+    await this.#session.post('Profiler.disable');
+    this.#session.disconnect();
+    this.#running = false;
+    await writeFile(file, JSON.stringify(profile));
+    return { ...hotFunctions(profile, top), file };
+  }
+}
+
+function hotFunctions(profile: Profile, top: number): Pick<PhaseProfile, 'self' | 'inclusive'> {
+  const byId = new Map<number, ProfileNode>(profile.nodes.map((node) => [node.id, node]));
+  const parentOf = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+  const keyOf = new Map<number, { key: string; name: string; where: string }>();
+  for (const node of profile.nodes) {
+    const frame = node.callFrame;
+    const name = frame.functionName || '(anonymous)';
+    // Columns too: tsx's output keeps each TypeScript file's code on few lines.
+    const where = frame.url ? `${shortPath(frame.url)}:${frame.lineNumber + 1}:${(frame as { columnNumber?: number }).columnNumber ?? 0}` : '';
+    keyOf.set(node.id, { key: `${name} ${where}`, name, where });
+  }
+  const self = new Map<string, { name: string; where: string; us: number }>();
+  const inclusive = new Map<string, { name: string; where: string; us: number }>();
+  const add = (into: typeof self, id: number, us: number) => {
+    const frame = keyOf.get(id);
+    if (!frame) return;
+    const entry = into.get(frame.key) ?? { name: frame.name, where: frame.where, us: 0 };
+    entry.us += us;
+    into.set(frame.key, entry);
+  };
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const us = profile.timeDeltas[i] ?? 0;
+    total += us;
+    add(self, id, us);
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) {
+      const key = keyOf.get(at)?.key;
+      if (key === undefined || seen.has(key)) continue;
+      seen.add(key);
+      add(inclusive, at, us);
+    }
+  });
+  const rank = (entries: typeof self) =>
+    [...entries.values()]
+      .filter(({ name }) => name !== '(root)')
+      .sort((a, b) => b.us - a.us)
+      .slice(0, top)
+      .map(({ name, where, us }) => ({ name, where, ms: us / 1000, percent: total === 0 ? 0 : (100 * us) / total }));
+  return { self: rank(self), inclusive: rank(inclusive) };
+}
+
+function shortPath(url: string): string {
+  const file = url.startsWith('file://') ? new URL(url).pathname : url;
+  const modules = file.lastIndexOf('node_modules/');
+  if (modules !== -1) return file.slice(modules + 'node_modules/'.length);
+  return path.relative(process.cwd(), file);
+}
