@@ -82,7 +82,7 @@ export function sealSnapshot(parts: SnapshotParts): SealResult {
   let resourceCount = 0;
   for (const typeUrl of PUSH_ORDER) {
     const { wildcard, named } = parts.types[typeUrl];
-    const type = typeSnapshot(wildcard, named);
+    const type = typeSnapshot(typeUrl, wildcard, named);
     types[typeUrl] = type;
     resourceCount += type.size;
   }
@@ -120,10 +120,14 @@ function sameSets(a: readonly ResourceSet[] | undefined, b: readonly ResourceSet
 
 // Nodes whose own resources are unchanged, or who have none, share one TypeSnapshot per
 // combination of sets: sealing 10,000 snapshots after a change hashes each combination once.
-const typeSnapshots = new WeakMap<ResourceSet, { named: readonly ResourceSet[]; type: TypeSnapshot }>();
+// One cache per type: `ResourceSet.empty` is the wildcard set of EDS and RDS alike.
+const typeSnapshots = new Map(
+  PUSH_ORDER.map((typeUrl) => [typeUrl, new WeakMap<ResourceSet, { named: readonly ResourceSet[]; type: TypeSnapshot }>()]),
+);
 
-function typeSnapshot(wildcard: ResourceSet, named: readonly ResourceSet[]): TypeSnapshot {
-  const cached = typeSnapshots.get(wildcard);
+function typeSnapshot(typeUrl: TypeUrl, wildcard: ResourceSet, named: readonly ResourceSet[]): TypeSnapshot {
+  const cache = typeSnapshots.get(typeUrl)!;
+  const cached = cache.get(wildcard);
   if (cached && sameSets(cached.named, named)) return cached.type;
   const version =
     named.length === 0 ? wildcard.version : contentHash(wildcard.version, ...named.map((set) => `\n${set.version}`));
@@ -142,6 +146,6 @@ function typeSnapshot(wildcard: ResourceSet, named: readonly ResourceSet[]): Typ
   for (const set of named) size += set.size;
   for (const resource of wildcard.list) if (named.some((set) => set.get(resource.name))) size--;
   const type: TypeSnapshot = Object.freeze({ version, wildcard, named: Object.freeze([...named]), size, get });
-  typeSnapshots.set(wildcard, { named: type.named, type });
+  cache.set(wildcard, { named: type.named, type });
   return type;
 }

@@ -1,6 +1,6 @@
 import type { EncodedResource } from './encode.js';
-import { versionOf } from './resource-set.js';
-import type { Snapshot, TypeSnapshot } from './snapshot.js';
+import type { Snapshot } from './snapshot.js';
+import { selectResources } from './select-resources.js';
 import { Subscription } from './subscription.js';
 import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
 import type { XdsRequest } from './xds-request.js';
@@ -79,7 +79,7 @@ export class StreamLedger {
     const type = this.#types.get(typeUrl);
     if (!type) return undefined;
     const { subscription } = type;
-    const { resources, version } = select(subscription, snapshot.types[typeUrl]);
+    const { resources, version } = selectResources(subscription, snapshot.types[typeUrl]);
     if (resources.length === 0) {
       // EDS and RDS: an empty response is a no-op. LDS and CDS: it deletes everything the client
       // holds, so it is sent only to a wildcard subscriber (the node's configuration really has
@@ -141,31 +141,4 @@ export interface TypeStatus {
   readonly sent?: { readonly version: string; readonly nonce: string; readonly resources: number; readonly at: string };
   readonly acked?: { readonly version: string; readonly nonce: string; readonly at: string };
   readonly nacked?: { readonly version: string; readonly nonce: string; readonly message: string; readonly at: string };
-}
-
-/** The resources a subscription selects from a type, sorted by name, and their version (I6). */
-function select(subscription: Subscription, type: TypeSnapshot): { resources: readonly EncodedResource[]; version: string } {
-  const { wildcard } = type;
-  if (subscription.wildcard) {
-    const extra: EncodedResource[] = [];
-    for (const name of subscription.names) {
-      if (wildcard.get(name)) continue;
-      const found = type.get(name);
-      if (found) extra.push(found);
-    }
-    if (extra.length === 0) return { resources: wildcard.list, version: wildcard.version };
-    const resources = [...wildcard.list, ...extra].sort(byName);
-    return { resources, version: versionOf(resources) };
-  }
-  const resources: EncodedResource[] = [];
-  for (const name of subscription.names) {
-    const found = type.get(name);
-    if (found) resources.push(found);
-  }
-  resources.sort(byName);
-  return { resources, version: versionOf(resources) };
-}
-
-function byName(a: EncodedResource, b: EncodedResource): number {
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }

@@ -12,6 +12,7 @@ const WILDCARD = '*';
 export class Subscription {
   #wildcard = false;
   #names: ReadonlySet<string> = new Set();
+  #key = '';
   #legacyWildcard: boolean;
 
   constructor(readonly typeUrl: TypeUrl) {
@@ -25,6 +26,11 @@ export class Subscription {
   /** Explicitly named resources, `*` excluded. */
   get names(): ReadonlySet<string> {
     return this.#names;
+  }
+
+  /** Identifies what the subscription selects: equal keys select the same resources. */
+  get key(): string {
+    return this.#key;
   }
 
   get empty(): boolean {
@@ -45,7 +51,10 @@ export class Subscription {
     }
     const changed = wildcard !== this.#wildcard || !sameNames(names, this.#names);
     this.#wildcard = wildcard;
-    if (changed) this.#names = names;
+    if (changed) {
+      this.#names = names;
+      this.#key = `${wildcard ? '*' : ''}\n${[...names].sort().join('\n')}`;
+    }
     return changed;
   }
 }
