@@ -57,6 +57,8 @@ export class SessionRegistry {
   readonly #sessions = new Map<string, Session>();
   readonly #sinks = new Map<string, StreamSink>();
   readonly #views = new Subject<SessionView>();
+  /** Store changes still being told to sessions, slice by slice. */
+  #fanOuts = 0;
 
   /** A session's view each time it changes state or records a NACK. */
   readonly views: Observable<SessionView> = this.#views.asObservable();
@@ -104,12 +106,17 @@ export class SessionRegistry {
         if (this.#sessions.get(node) === session) session.actor.send(event);
       }
       if (next < sessions.length) setImmediate(slice);
+      else this.#fanOuts--;
     };
+    this.#fanOuts++;
     slice();
   }
 
   /** The watchdog's safety net: sessions behind the store regenerate. */
   tick(): void {
+    // A store change still reaching sessions in slices will reach the rest: a tick now would
+    // only do the same work in one long loop.
+    if (this.#fanOuts > 0) return;
     const revision = this.#options.revision();
     const event: SessionEvent = { type: 'watchdog.ticked', at: this.#options.now(), revision };
     for (const session of this.#sessions.values()) {
