@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Observable } from 'rxjs';
 import type { ActorOptions, AnyStateMachine } from 'xstate';
-import type { EventLog } from './store/types.js';
+import type { EventLog, Retention } from './store/types.js';
 
 /** What a control plane uses for each option left out; `chancery run` shows and uses the same. */
 export const DEFAULTS = {
@@ -10,6 +10,7 @@ export const DEFAULTS = {
   store: 'pglite:./.chancery/data',
   refreshInterval: 1_000,
   evictionGrace: 10_000,
+  retention: 'off',
 } as const;
 
 /** How to run a control plane; `chancery run` builds this from flags and the environment. */
@@ -25,6 +26,13 @@ export interface ControlPlaneOptions {
   readonly store?: string | EventLog;
   /** Names this instance in logs, event authors and the `control_plane.identifier` of responses. */
   readonly instanceId?: string;
+  /**
+   * How much event history to keep: `{ events: N }` the newest N events, `{ maxAge: ms }` the
+   * events of the last `ms` milliseconds; older ones are folded into a checkpoint on start and
+   * every minute, and reading a revision before it answers `CHANCERY_STORE_REVISION_COMPACTED`.
+   * Default `'off'`: every event is kept.
+   */
+  readonly retention?: Retention | 'off';
   /** Watchdog interval in ms: a safety net; store changes regenerate at once. Default 1000. */
   readonly refreshInterval?: number;
   /** How long a disconnected session is kept before eviction, in ms. Default 10000. */

@@ -7,11 +7,14 @@ import { SessionRegistry } from './machines/session-registry.js';
 import type { SessionView } from './machines/session-view.js';
 import { generate, validate, type Resource, type ResourceKey } from './mesh/index.js';
 import {
+  checkRetention,
   createResourceStore,
+  describeRetention,
   openEventLog,
   parseStoreSpec,
   type EventLog,
   type ResourceStore,
+  type Retention,
   type Stored,
   type WriteOptions,
 } from './store/index.js';
@@ -80,6 +83,7 @@ class ChanceryControlPlane implements ControlPlane {
   readonly #options: ControlPlaneOptions;
   readonly #logger: Logger;
   readonly #storeSpec: string | EventLog;
+  readonly #retention: Retention | undefined;
   readonly #registry: SessionRegistry;
   readonly #xds: XdsServer;
   #running: Running | undefined;
@@ -89,8 +93,10 @@ class ChanceryControlPlane implements ControlPlane {
     this.instanceId = options.instanceId ?? `chancery-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
     this.#logger = (options.logger ?? pino({ level: 'info' })).child({ instance: this.instanceId });
     this.#storeSpec = options.store ?? DEFAULTS.store;
-    // A store that cannot be opened is refused here, before anything is bound.
+    // A store that cannot be opened, or a retention that keeps nothing, is refused here, before anything is bound.
     if (typeof this.#storeSpec === 'string') parseStoreSpec(this.#storeSpec);
+    const retention = options.retention ?? DEFAULTS.retention;
+    this.#retention = retention === 'off' ? undefined : checkRetention(retention);
     const now = options.now ?? Date.now;
     this.#registry = new SessionRegistry({
       instanceId: this.instanceId,
@@ -124,6 +130,9 @@ class ChanceryControlPlane implements ControlPlane {
     const store = createResourceStore(log, {
       instance: this.instanceId,
       onError: (error) => this.#logger.warn({ err: error }, 'store catch-up failed; sessions keep their configuration'),
+      retention: this.#retention,
+      onCompacted: ({ previous, horizon }) =>
+        this.#logger.info({ previous, horizon, retention: describeRetention(this.#retention) }, 'event log compacted'),
     });
     this.#running = { log, store, subscriptions: [] };
     await store.start();
@@ -148,7 +157,10 @@ class ChanceryControlPlane implements ControlPlane {
       const colon = apiAddress.lastIndexOf(':');
       this.addresses.api = await api.listen(apiAddress.slice(0, colon), Number(apiAddress.slice(colon + 1)));
     }
-    this.#logger.info({ xds: this.addresses.xds, api: this.addresses.api ?? 'off', store: describeSpec(spec) }, 'chancery started');
+    this.#logger.info(
+      { xds: this.addresses.xds, api: this.addresses.api ?? 'off', store: describeSpec(spec), keeps: describeRetention(this.#retention) },
+      'chancery started',
+    );
   }
 
   async stop(): Promise<void> {

@@ -6,7 +6,12 @@ export { createControlPlane, type ControlPlane } from './control-plane.js';
 export type { ControlPlaneOptions } from './control-plane-options.js';
 export { ChanceryError } from './chancery-error.js';
 export { InvalidResourceInputError } from './errors.js';
-export { UnsupportedStoreError } from './store/index.js';
+export {
+  FutureRevisionError,
+  InvalidRetentionError,
+  RevisionCompactedError,
+  UnsupportedStoreError,
+} from './store/index.js';
 export { sessionMachine, type SessionMachine } from './machines/session-machine.js';
 export type { SessionEvent, SessionIntent, StreamInfo } from './machines/session-events.js';
 export type { SessionContext, SessionInput } from './machines/session-context.js';
@@ -24,5 +29,5 @@ export {
   type ResourceKey,
   type ValidationIssue,
 } from './mesh/index.js';
-export type { EventLog, ResourceStore, Stored, WriteOptions } from './store/index.js';
+export type { EventLog, KeyHistory, ResourceEvent, ResourceStore, Retention, Stored, WriteOptions } from './store/index.js';
 export { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, type TypeUrl } from './xds/type-urls.js';

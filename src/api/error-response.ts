@@ -1,10 +1,24 @@
 import { ChanceryError } from '../chancery-error.js';
 import type { ValidationIssue } from '../mesh/index.js';
-import type { MeshNotFoundError, NotFoundError, StoreUnavailableError, VersionConflictError } from '../store/index.js';
+import type {
+  FutureRevisionError,
+  MeshNotFoundError,
+  NotFoundError,
+  RevisionCompactedError,
+  StoreUnavailableError,
+  VersionConflictError,
+} from '../store/index.js';
 import { ACCEPTED_MEDIA_TYPES } from './body-parsers.js';
 import { type ApiError, BodyTooLargeError, InternalError, MalformedRequestError, UnsupportedMediaTypeError } from './errors.js';
 
-type HandledError = ApiError | VersionConflictError | NotFoundError | MeshNotFoundError | StoreUnavailableError;
+type HandledError =
+  | ApiError
+  | VersionConflictError
+  | NotFoundError
+  | MeshNotFoundError
+  | RevisionCompactedError
+  | FutureRevisionError
+  | StoreUnavailableError;
 export type ApiErrorCode = HandledError['code'];
 
 /**
@@ -13,7 +27,8 @@ export type ApiErrorCode = HandledError['code'];
  *
  * A missing mesh is 404 wherever it appears (writing, listing or reading a Dataplane of
  * it): the mesh is part of the URL, so the addressed collection does not exist — as a
- * missing namespace is 404 in Kubernetes.
+ * missing namespace is 404 in Kubernetes. A revision older than the retained history is 410
+ * Gone: it existed, and retention removed it for good; one not reached yet is a bad request.
  */
 export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_API_INVALID_RESOURCE: 400,
@@ -30,6 +45,8 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_STORE_NOT_FOUND: 404,
   CHANCERY_STORE_MESH_NOT_FOUND: 404,
   CHANCERY_STORE_VERSION_CONFLICT: 409,
+  CHANCERY_STORE_REVISION_COMPACTED: 410,
+  CHANCERY_STORE_FUTURE_REVISION: 400,
   CHANCERY_STORE_UNAVAILABLE: 503,
 };
 

@@ -5,6 +5,7 @@ import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { errorResponse } from './error-response.js';
 import { RouteNotFoundError } from './errors.js';
+import { registerHistoryRoutes } from './history-routes.js';
 import { registerResourceRoutes } from './resource-routes.js';
 import { registerSessionRoutes } from './session-routes.js';
 
@@ -61,6 +62,7 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
       : reply.code(503).send({ status: 'not-ready', reason: 'the store has not caught up with the event log yet' }),
   );
   registerResourceRoutes(app, backend.store);
+  registerHistoryRoutes(app, backend.store);
   registerSessionRoutes(app, backend.sessions);
 
   return {

@@ -2,3 +2,4 @@ export type { ApiBackend } from './api-backend.js';
 export { type ApiErrorCode, ERROR_STATUS, type ErrorBody, errorResponse } from './error-response.js';
 export * from './errors.js';
 export { type ApiServer, type ApiServerOptions, createApiServer, DEFAULT_BODY_LIMIT } from './http-server.js';
+export { EVENTS_PAGE, type EventJson, type EventsPage, type HistoryPage } from './history-routes.js';

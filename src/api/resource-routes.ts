@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Resource, ResourceKey } from '../mesh/index.js';
-import { NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
+import { asSeq, NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
 import { deletePrecondition, etagOf, putPrecondition } from './preconditions.js';
+import { integer, onlyKnown, type Query } from './query-params.js';
 import { resourceFromBody } from './resource-from-body.js';
 
 interface MeshParams {
@@ -19,6 +20,7 @@ const dataplaneKey: KeyOf<DataplaneParams> = ({ mesh, name }) => ({ type: 'Datap
 /**
  * Meshes and Dataplanes (DESIGN §7). The URL path is a resource's identity; a resource is
  * answered as `{ ...resource, version }` with `ETag: "<version>"`, a list as `{ items }`.
+ * `GET` with `?revision=R` answers the resource as it was at store revision R.
  */
 export function registerResourceRoutes(app: FastifyInstance, store: ResourceStore): void {
   app.get('/meshes', async () => ({ items: store.list('Mesh').map(resourceJson) }));
@@ -36,8 +38,12 @@ export function registerResourceRoutes(app: FastifyInstance, store: ResourceStor
 function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: ResourceStore, url: string, keyOf: KeyOf<TParams>): void {
   app.get(url, async (request, reply) => {
     const key = keyOf(request.params as TParams);
-    const stored = store.get(key);
-    if (stored === undefined) throw new NotFoundError(key);
+    const query = request.query as Query;
+    onlyKnown(query, ['revision']);
+    const revision = integer(query, 'revision', { min: 0 });
+    // `?revision=R`: the resource as it was at store revision R (issue 3, history API).
+    const stored = revision === undefined ? store.get(key) : await store.getAt(key, asSeq(revision));
+    if (stored === undefined) throw new NotFoundError(key, revision === undefined ? undefined : asSeq(revision));
     return sendResource(reply, stored);
   });
 

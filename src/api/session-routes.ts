@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SessionState, SessionView } from '../machines/session-view.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError, SessionNotFoundError } from './errors.js';
+import { integer, type Query, single } from './query-params.js';
 
 // A record, not a list, so a state added to SessionState is a compile error here until listed.
 const SESSION_STATES: Readonly<Record<SessionState, true>> = {
@@ -50,33 +51,19 @@ function matches(view: SessionView, query: SessionQuery): boolean {
   return query.mesh === undefined || view.node.startsWith(`${query.mesh}.`);
 }
 
-function readSessionQuery(query: Record<string, unknown>): SessionQuery {
+function readSessionQuery(query: Query): SessionQuery {
   const state = single(query, 'state');
   if (state !== undefined && !Object.hasOwn(SESSION_STATES, state)) {
     throw new InvalidQueryError('state', `state must be one of ${Object.keys(SESSION_STATES).join(', ')}; got ${state}`);
   }
   const mesh = single(query, 'mesh');
-  const limit = count(query, 'limit', 1);
+  const limit = integer(query, 'limit', { min: 1 });
   return {
     ...(state !== undefined && { state: state as SessionState }),
     ...(mesh !== undefined && { mesh }),
     ...(limit !== undefined && { limit }),
-    offset: count(query, 'offset', 0) ?? 0,
+    offset: integer(query, 'offset', { min: 0 }) ?? 0,
   };
-}
-
-function single(query: Record<string, unknown>, field: string): string | undefined {
-  const value = query[field];
-  if (value === undefined || typeof value === 'string') return value;
-  throw new InvalidQueryError(field, `${field} may be given once`);
-}
-
-function count(query: Record<string, unknown>, field: string, min: number): number | undefined {
-  const value = single(query, field);
-  if (value === undefined) return undefined;
-  const n = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN;
-  if (!(n >= min)) throw new InvalidQueryError(field, `${field} must be an integer of at least ${min}; got ${value}`);
-  return n;
 }
 
 function notFound(node: string): never {

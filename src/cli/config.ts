@@ -7,6 +7,7 @@ import {
   parseLogLevel,
   parsePositiveDuration,
   parseDuration,
+  parseRetention,
   parseStore,
 } from './option-parsers.js';
 
@@ -75,6 +76,14 @@ export const RUN_OPTIONS = {
     help: 'how long a disconnected session is kept',
     parse: parseDuration,
   },
+  retention: {
+    flag: 'retention',
+    env: 'CHANCERY_RETENTION',
+    default: DEFAULTS.retention,
+    value: 'off|EVENTS|AGE',
+    help: 'event history to keep: off (all), the newest EVENTS (100000), or an AGE (30d, 12h); older events become a checkpoint',
+    parse: parseRetention,
+  },
   logLevel: {
     flag: 'log-level',
     env: 'CHANCERY_LOG_LEVEL',
@@ -142,6 +151,7 @@ export function controlPlaneOptionsOf(config: RunConfig, logger: Logger): Contro
     ...(config.instanceId !== undefined && { instanceId: config.instanceId }),
     refreshInterval: config.refreshInterval,
     evictionGrace: config.evictionGrace,
+    retention: config.retention,
     logger,
   };
 }

@@ -5,12 +5,13 @@ import type { Command } from './command.js';
 import { applyCommand } from './commands/apply-command.js';
 import { deleteCommand } from './commands/delete-command.js';
 import { getCommand } from './commands/get-command.js';
+import { historyCommand } from './commands/history-command.js';
 import { inspectCommand } from './commands/inspect-command.js';
 import { runCommand } from './commands/run-command.js';
 import { UsageError } from './errors.js';
 import { EXIT, reportError } from './report-error.js';
 
-const COMMANDS: readonly Command[] = [runCommand, applyCommand, getCommand, deleteCommand, inspectCommand];
+const COMMANDS: readonly Command[] = [runCommand, applyCommand, getCommand, deleteCommand, historyCommand, inspectCommand];
 
 const OVERVIEW = `Usage: chancery COMMAND [options]
 

@@ -3,7 +3,7 @@
  * message says what is expected; the config table adds which flag or variable it came from.
  */
 
-import { parseStoreSpec } from '../store/index.js';
+import { parseStoreSpec, type Retention } from '../store/index.js';
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
@@ -53,4 +53,27 @@ export function parseLogLevel(text: string): LogLevel {
   const level = LOG_LEVELS.find((candidate) => candidate === text);
   if (level === undefined) throw new Error(`expected one of ${LOG_LEVELS.join(', ')}; got "${text}"`);
   return level;
+}
+
+const AGE = /^(\d+(?:\.\d+)?)(s|m|h|d)$/;
+const AGE_UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/**
+ * How much event history to keep: `off` (every event), a number of events (`100000`, the
+ * newest ones), or an age with its unit (`30d`, `12h`, `90m`, `45s`).
+ */
+export function parseRetention(text: string): Retention | 'off' {
+  const trimmed = text.trim();
+  if (trimmed === 'off') return 'off';
+  if (/^\d{1,15}$/.test(trimmed)) {
+    const events = Number(trimmed);
+    if (events < 1) throw new Error(`must keep at least 1 event; got "${text}"`);
+    return { events };
+  }
+  const age = AGE.exec(trimmed);
+  if (age?.[1] !== undefined) {
+    const maxAge = Math.round(Number(age[1]) * AGE_UNIT_MS[age[2] as keyof typeof AGE_UNIT_MS]);
+    if (maxAge > 0) return { maxAge };
+  }
+  throw new Error(`expected off, a number of events such as 100000, or an age such as 30d, 12h or 90m; got "${text}"`);
 }

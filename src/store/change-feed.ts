@@ -1,7 +1,7 @@
 import { filter, firstValueFrom, merge, ReplaySubject, type Observable, type Subscription } from 'rxjs';
-import { StoreUnavailableError } from './errors.js';
-import { applyEvents, emptyProjection } from './projection.js';
-import type { EventLog, Projection, Seq } from './types.js';
+import { RevisionCompactedError, StoreUnavailableError } from './errors.js';
+import { applyEvents, emptyProjection, projectionOf } from './projection.js';
+import type { EventLog, Projection, ResourceEvent, Seq } from './types.js';
 
 export interface ChangeFeedOptions {
   /** The periodic resync: each value triggers a catch-up, covering lost wake-ups (I7). */
@@ -73,6 +73,18 @@ export class ChangeFeed {
     else this.#again = true;
   }
 
+  /**
+   * Catches up now and resolves with the projection after it, for a reader that must know
+   * the log's end; rejects with the failure when the log cannot be read.
+   */
+  async refresh(): Promise<Projection> {
+    this.catchUp();
+    // A catch-up already running takes this request as one more round, which it awaits.
+    await this.#running;
+    if (this.#failure !== undefined) throw this.#failure;
+    return this.#projection;
+  }
+
   /** Resolves once the projection includes `seq`; rejects if the feed stops first. */
   async applied(seq: Seq): Promise<Projection> {
     if (this.#projection.revision >= seq) return this.#projection;
@@ -106,7 +118,16 @@ export class ChangeFeed {
     let next = this.#projection;
     try {
       for (;;) {
-        const events = await this.#log.readAfter(next.revision, this.#pageSize);
+        let events: readonly ResourceEvent[];
+        try {
+          events = await this.#log.readAfter(next.revision, this.#pageSize);
+        } catch (error) {
+          if (!(error instanceof RevisionCompactedError)) throw error;
+          // Retention folded events this feed had not read into a checkpoint (on start, or
+          // while it lagged): start from the checkpoint, which is the fold of those events.
+          next = await this.#fromCheckpoint(next);
+          continue;
+        }
         next = applyEvents(next, events);
         if (events.length < this.#pageSize) break;
       }
@@ -122,5 +143,14 @@ export class ChangeFeed {
     if (this.#stopped || next.revision <= this.#projection.revision) return;
     this.#projection = next;
     this.#emitted.next(next);
+  }
+
+  async #fromCheckpoint(current: Projection): Promise<Projection> {
+    const checkpoint = await this.#log.readCheckpoint();
+    // readAfter refused `current.revision` as older than the checkpoint, and checkpoints only move on.
+    if (checkpoint.seq <= current.revision) {
+      throw new Error(`the log refused seq ${current.revision} as compacted, but its checkpoint is at ${checkpoint.seq}`);
+    }
+    return projectionOf(checkpoint);
   }
 }

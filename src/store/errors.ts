@@ -1,7 +1,7 @@
 import { ChanceryError } from '../chancery-error.js';
 import type { ResourceKey } from '../mesh/resources.js';
 import { describeKey } from './describe-key.js';
-import type { ResourceVersion } from './types.js';
+import type { ResourceVersion, Seq } from './types.js';
 
 /** A write's `expected` version did not match the log; nothing in its batch was appended. */
 export class VersionConflictError extends ChanceryError {
@@ -17,12 +17,57 @@ export class VersionConflictError extends ChanceryError {
   }
 }
 
-/** A delete named a resource that does not exist; nothing in its batch was appended. */
+/**
+ * A resource does not exist: a delete named one (nothing in its batch was appended), or a
+ * read did, now or at `revision`.
+ */
 export class NotFoundError extends ChanceryError {
   readonly code = 'CHANCERY_STORE_NOT_FOUND';
 
-  constructor(readonly key: ResourceKey) {
-    super(`${describeKey(key)} does not exist`);
+  constructor(
+    readonly key: ResourceKey,
+    readonly revision?: Seq,
+  ) {
+    super(revision === undefined ? `${describeKey(key)} does not exist` : `${describeKey(key)} did not exist at revision ${revision}`);
+  }
+}
+
+/**
+ * A read asked for a revision older than the retained history: the events up to `horizon`
+ * were folded into a checkpoint (retention), so the state at `revision` is gone.
+ */
+export class RevisionCompactedError extends ChanceryError {
+  readonly code = 'CHANCERY_STORE_REVISION_COMPACTED';
+
+  constructor(
+    readonly revision: Seq,
+    /** The oldest revision still answerable; events up to it were compacted. */
+    readonly horizon: Seq,
+  ) {
+    super(`revision ${revision} is older than the retained history, which starts at revision ${horizon} (older events were compacted by the retention setting)`);
+  }
+}
+
+/** A read asked for a revision the log has not reached yet. */
+export class FutureRevisionError extends ChanceryError {
+  readonly code = 'CHANCERY_STORE_FUTURE_REVISION';
+  readonly field = 'revision';
+
+  constructor(
+    readonly revision: Seq,
+    /** The store's revision when it looked. */
+    readonly current: Seq,
+  ) {
+    super(`revision ${revision} is ahead of the store, which is at revision ${current}`);
+  }
+}
+
+/** A retention setting that keeps nothing or is not a number: refused before the store starts. */
+export class InvalidRetentionError extends ChanceryError {
+  readonly code = 'CHANCERY_STORE_INVALID_RETENTION';
+
+  constructor(readonly retention: unknown) {
+    super(`retention must be { events: N } (a whole number of events, at least 1) or { maxAge: ms } (more than 0); got ${JSON.stringify(retention)}`);
   }
 }
 

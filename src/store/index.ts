@@ -1,7 +1,11 @@
+export { checkRetention, describeRetention, type Compaction } from './compaction.js';
 export { describeKey } from './describe-key.js';
 export {
+  FutureRevisionError,
+  InvalidRetentionError,
   MeshNotFoundError,
   NotFoundError,
+  RevisionCompactedError,
   StoreSchemaTooNewError,
   StoreUnavailableError,
   UnsupportedStoreError,
@@ -9,7 +13,7 @@ export {
 } from './errors.js';
 export { MemoryEventLog, type MemoryEventLogOptions } from './memory-event-log.js';
 export { openEventLog, parseStoreSpec, STORE_SPECS, type OpenEventLogOptions, type StoreSpec } from './open-event-log.js';
-export { applyEvents, emptyProjection } from './projection.js';
+export { applyEvents, checkpointOf, emptyProjection, projectionOf } from './projection.js';
 export {
   createMemoryStore,
   createResourceStore,
@@ -20,12 +24,15 @@ export {
   asResourceVersion,
   asSeq,
   type Author,
+  type Checkpoint,
   type EventLog,
+  type KeyHistory,
   type MeshState,
   type Projection,
   type ResourceEvent,
   type ResourceStore,
   type ResourceVersion,
+  type Retention,
   type Seq,
   type Stored,
   type Write,

@@ -15,6 +15,7 @@ export interface Migration {
 export const ADVISORY_LOCK = {
   migrations: 'pg_advisory_xact_lock(1128812099, 1)',
   append: 'pg_advisory_xact_lock(1128812099, 2)',
+  checkpoint: 'pg_advisory_xact_lock(1128812099, 3)',
 } as const;
 
 /** The NOTIFY channel of appends: a wake-up only, whose payload is the last seq (I7). */
@@ -27,7 +28,11 @@ export const EVENTS_CHANNEL = 'chancery_events';
  * order; `version` is the key's own version after the event (see write-plan.ts); `body` is the
  * validated resource of an upsert and NULL for a delete. `resources` holds each key's head (its
  * last version and whether it is live) so the optimistic-concurrency check reads one row per
- * key instead of the key's history.
+ * key instead of the key's history; it is never compacted, so versions carry on.
+ *
+ * `checkpoints` (version 2) holds the newest checkpoint, at most one: the projection's live
+ * resources at `seq`, in `checkpoint_resources`, kept in place of the events up to `seq`, which
+ * retention deleted. Each row keeps the version, seq and time of the event that last wrote it.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -58,6 +63,28 @@ export const MIGRATIONS: readonly Migration[] = [
         -- The key's last event.
         seq BIGINT NOT NULL,
         PRIMARY KEY (resource_type, mesh, name)
+      );
+    `,
+  },
+  {
+    version: 2,
+    name: 'checkpoints',
+    sql: `
+      CREATE TABLE checkpoints (
+        seq BIGINT PRIMARY KEY CHECK (seq >= 1),
+        at TIMESTAMPTZ NOT NULL,
+        instance TEXT NOT NULL
+      );
+      CREATE TABLE checkpoint_resources (
+        checkpoint BIGINT NOT NULL REFERENCES checkpoints (seq) ON DELETE CASCADE,
+        resource_type TEXT NOT NULL,
+        mesh TEXT NOT NULL,
+        name TEXT NOT NULL,
+        body JSONB NOT NULL,
+        version BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (checkpoint, resource_type, mesh, name)
       );
     `,
   },

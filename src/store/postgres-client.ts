@@ -26,6 +26,8 @@ export class PostgresClient implements SqlClient {
   readonly #reconnectDelayMs: number;
   readonly #maxReconnectDelayMs: number;
   readonly #listeners = new Set<Listener>();
+  /** Statement names by SQL text: the same text always has the same name, on every connection. */
+  readonly #statementNames = new Map<string, string>();
 
   constructor(url: string, options: PostgresClientOptions) {
     this.#config = {
@@ -44,7 +46,22 @@ export class PostgresClient implements SqlClient {
   }
 
   async query(sql: string, params: readonly unknown[] = []): Promise<readonly SqlRow[]> {
-    return (await this.#pool.query<SqlRow>(sql, [...params])).rows;
+    return (await this.#pool.query<SqlRow>(this.#statement(sql, params))).rows;
+  }
+
+  /**
+   * A named statement: each connection parses and plans it once, and runs it by name after
+   * that. Optimization: planning the append's statements cost about as much as running them
+   * (bench/event-log.bench.ts). Behind PgBouncer in transaction mode this needs its
+   * prepared-statement support (1.21+).
+   */
+  #statement(sql: string, params: readonly unknown[]): pg.QueryConfig {
+    let name = this.#statementNames.get(sql);
+    if (name === undefined) {
+      name = `chancery_${this.#statementNames.size + 1}`;
+      this.#statementNames.set(sql, name);
+    }
+    return { name, text: sql, values: [...params] };
   }
 
   async exec(sql: string): Promise<void> {
@@ -60,7 +77,7 @@ export class PostgresClient implements SqlClient {
     try {
       await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
       const result = await work({
-        query: async (sql, params = []) => (await client.query<SqlRow>(sql, [...params])).rows,
+        query: async (sql, params = []) => (await client.query<SqlRow>(this.#statement(sql, params))).rows,
         exec: async (sql) => {
           await client.query(sql);
         },

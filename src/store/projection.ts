@@ -1,5 +1,5 @@
 import type { Dataplane, Mesh, Resource, Valid } from '../mesh/resources.js';
-import { asSeq, type MeshState, type Projection, type ResourceEvent, type Seq, type Stored } from './types.js';
+import { asSeq, type Checkpoint, type MeshState, type Projection, type ResourceEvent, type Seq, type Stored } from './types.js';
 
 /** The projection of an empty log: revision 0, no meshes. */
 export function emptyProjection(): Projection {
@@ -34,6 +34,33 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
     }
   }
   return revision === projection.revision ? projection : batch.finish(revision);
+}
+
+/**
+ * The projection a checkpoint holds: its resources at its seq. A Dataplane whose mesh the
+ * checkpoint lacks is skipped, as `applyEvents` skips it (no checkpoint written from a
+ * projection has one).
+ */
+export function projectionOf(checkpoint: Checkpoint): Projection {
+  const meshes = new Map<string, { mesh: Stored<Mesh>; dataplanes: Map<string, Stored<Dataplane>> }>();
+  for (const stored of checkpoint.resources) {
+    if (stored.resource.type === 'Mesh') meshes.set(stored.resource.name, { mesh: stored as Stored<Mesh>, dataplanes: new Map() });
+  }
+  for (const stored of checkpoint.resources) {
+    const { resource } = stored;
+    if (resource.type === 'Dataplane') meshes.get(resource.mesh)?.dataplanes.set(resource.name, stored as Stored<Dataplane>);
+  }
+  return { revision: checkpoint.seq, meshes };
+}
+
+/** The checkpoint of a projection: every resource it holds, each mesh before its dataplanes. */
+export function checkpointOf(projection: Projection): Checkpoint {
+  const resources: Stored<Resource>[] = [];
+  for (const state of projection.meshes.values()) {
+    resources.push(state.mesh);
+    for (const dataplane of state.dataplanes.values()) resources.push(dataplane);
+  }
+  return { seq: projection.revision, resources };
 }
 
 /** What the store holds of a resource, as of the event that wrote it. */

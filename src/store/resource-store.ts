@@ -1,21 +1,30 @@
-import { interval, type Observable } from 'rxjs';
+import { interval, type Observable, type Subscription } from 'rxjs';
 import { DEFAULT_MESH, keyOf, type Mesh, type Resource, type ResourceKey, type Valid } from '../mesh/index.js';
 import { ChangeFeed } from './change-feed.js';
 import { describeKey } from './describe-key.js';
-import { MeshNotFoundError, NotFoundError, StoreUnavailableError, VersionConflictError } from './errors.js';
+import { checkRetention, compact, type Compaction } from './compaction.js';
+import {
+  FutureRevisionError,
+  NotFoundError,
+  RevisionCompactedError,
+  StoreUnavailableError,
+  VersionConflictError,
+} from './errors.js';
 import { MemoryEventLog } from './memory-event-log.js';
 import { storedOf } from './projection.js';
 import {
   asSeq,
   type Author,
   type EventLog,
+  type KeyHistory,
   type MeshState,
   type Projection,
   type ResourceEvent,
   type ResourceStore,
+  type Retention,
+  type Seq,
   type Stored,
   type WriteOptions,
-  type Write,
 } from './types.js';
 
 export interface ResourceStoreOptions {
@@ -28,16 +37,28 @@ export interface ResourceStoreOptions {
   readonly resync?: Observable<unknown>;
   /** Events per `readAfter` when catching up; default 1000. */
   readonly pageSize?: number;
-  /** Told of each failed catch-up (log it); the store keeps its last projection and retries. */
+  /** Told of each failed catch-up or compaction (log it); the store keeps its last projection and retries. */
   readonly onError?: (error: StoreUnavailableError) => void;
+  /**
+   * How much history to keep; older events are folded into a checkpoint on start and on each
+   * `compaction` trigger. Default: keep every event.
+   */
+  readonly retention?: Retention;
+  /** Triggers compaction when `retention` is set; default every minute. Tests pass a Subject. */
+  readonly compaction?: Observable<unknown>;
+  /** Told of each compaction that moved the horizon (log it). */
+  readonly onCompacted?: (compaction: Compaction) => void;
+  /** The clock `{ maxAge }` retention measures against; default the system clock. */
+  readonly now?: () => Date;
 }
 
 export interface MemoryStoreOptions extends ResourceStoreOptions {
-  /** Stamps each event's `at`; default the system clock. */
+  /** Stamps each event's `at` (and is the retention clock); default the system clock. */
   readonly now?: () => Date;
 }
 
 const DEFAULT_RESYNC_MS = 5_000;
+const DEFAULT_COMPACTION_MS = 60_000;
 const DEFAULT_PAGE_SIZE = 1_000;
 
 /**
@@ -58,13 +79,20 @@ class EventSourcedStore implements ResourceStore {
   readonly #ownsLog: boolean;
   readonly #feed: ChangeFeed;
   readonly #author: Author;
+  readonly #options: ResourceStoreOptions;
+  readonly #retention: Retention | undefined;
   readonly projections: Observable<Projection>;
+  #compactions: Subscription | undefined;
+  #compacting: Promise<Compaction> | undefined;
   #started = false;
   #closed = false;
 
   constructor(log: EventLog, options: ResourceStoreOptions, ownsLog: boolean) {
+    // Refused here, before anything starts: a setting that keeps nothing is a mistake.
+    this.#retention = options.retention === undefined ? undefined : checkRetention(options.retention);
     this.#log = log;
     this.#ownsLog = ownsLog;
+    this.#options = options;
     this.#feed = new ChangeFeed(log, {
       resync: options.resync ?? interval(DEFAULT_RESYNC_MS),
       pageSize: options.pageSize ?? DEFAULT_PAGE_SIZE,
@@ -100,19 +128,28 @@ class EventSourcedStore implements ResourceStore {
       throw error;
     }
     this.#started = true;
+    if (this.#retention !== undefined) {
+      // Compacting before serving keeps a log that grew while no instance ran within bounds;
+      // a failure is reported and retried on the next trigger, it does not stop the start.
+      await this.#compactReporting();
+      this.#compactions = (this.#options.compaction ?? interval(DEFAULT_COMPACTION_MS)).subscribe(() => {
+        if (this.#compacting === undefined) void this.#compactReporting();
+      });
+    }
   }
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#compactions?.unsubscribe();
+    await this.#compacting?.catch(() => {});
     await this.#feed.stop();
     if (this.#ownsLog) await this.#log.close();
   }
 
   async put(resource: Valid<Resource>, options: WriteOptions = {}): Promise<Stored<Resource>> {
     this.#assertRunning(`writing ${describeKey(keyOf(resource))}`);
-    if (resource.type === 'Dataplane' && !this.projection.meshes.has(resource.mesh)) {
-      throw new MeshNotFoundError(resource.mesh, keyOf(resource));
-    }
+    // A Dataplane whose mesh is not live in the log is refused by the log (MeshNotFoundError),
+    // which knows of meshes another instance created that this projection has not read yet.
     const events = await this.#log.append([{ kind: 'upserted', resource, expected: options.expected }], this.#authorFor(options));
     await this.#applied(events);
     const [event] = events;
@@ -129,15 +166,9 @@ class EventSourcedStore implements ResourceStore {
       const current = this.get(key);
       throw current === undefined ? new NotFoundError(key) : new VersionConflictError(key, 'absent', current.version);
     }
-    const writes: Write[] = [];
-    if (key.type === 'Mesh') {
-      // One atomic batch, dataplanes first: no revision has a Dataplane without its Mesh.
-      for (const dataplane of this.projection.meshes.get(key.name)?.dataplanes.values() ?? []) {
-        writes.push({ kind: 'deleted', key: keyOf(dataplane.resource) });
-      }
-    }
-    writes.push({ kind: 'deleted', key, expected });
-    await this.#applied(await this.#log.append(writes, this.#authorFor(options)));
+    // A Mesh's dataplanes are deleted with it by the log, in the same batch (write-plan.ts),
+    // from the log's own heads: not from this projection, which may lag a concurrent write.
+    await this.#applied(await this.#log.append([{ kind: 'deleted', key, expected }], this.#authorFor(options)));
   }
 
   get(key: ResourceKey): Stored<Resource> | undefined {
@@ -154,6 +185,58 @@ class EventSourcedStore implements ResourceStore {
       states = state === undefined ? [] : [state];
     }
     return type === 'Mesh' ? states.map((state) => state.mesh) : states.flatMap((state) => byName(state.dataplanes));
+  }
+
+  async getAt(key: ResourceKey, revision: Seq): Promise<Stored<Resource> | undefined> {
+    this.#assertRunning(`reading ${describeKey(key)} at revision ${revision}`);
+    if (revision > this.projection.revision) {
+      // Another instance may have appended it: the log's end decides, not this projection's.
+      const { revision: current } = await this.#feed.refresh();
+      if (revision > current) throw new FutureRevisionError(revision, current);
+    }
+    return this.#log.readAt(key, revision);
+  }
+
+  readEvents(after: Seq, limit: number): Promise<readonly ResourceEvent[]> {
+    this.#assertRunning(`reading events after seq ${after}`);
+    return this.#log.readAfter(after, limit);
+  }
+
+  history(key: ResourceKey, after: Seq, limit: number): Promise<KeyHistory> {
+    this.#assertRunning(`reading the history of ${describeKey(key)}`);
+    return this.#log.readKey(key, after, limit);
+  }
+
+  async compact(): Promise<Seq | undefined> {
+    this.#assertRunning('compacting the event log');
+    if (this.#retention === undefined) return undefined;
+    // One compaction at a time: a second caller shares the one running.
+    const running = (this.#compacting ??= this.#compactOnce(this.#retention).finally(() => (this.#compacting = undefined)));
+    return (await running).horizon;
+  }
+
+  #compactOnce(retention: Retention): Promise<Compaction> {
+    return compact(this.#log, retention, {
+      head: this.projection.revision,
+      now: (this.#options.now ?? (() => new Date()))(),
+      author: this.#author,
+      pageSize: this.#options.pageSize ?? DEFAULT_PAGE_SIZE,
+    }).then((compaction) => {
+      if (compaction.horizon > compaction.previous) this.#options.onCompacted?.(compaction);
+      return compaction;
+    });
+  }
+
+  async #compactReporting(): Promise<void> {
+    try {
+      await this.compact();
+    } catch (error) {
+      // Another instance compacted past this fold meanwhile: its checkpoint does the job.
+      if (error instanceof RevisionCompactedError) return;
+      this.#options.onError?.(
+        error instanceof StoreUnavailableError ? error : new StoreUnavailableError('compacting the event log', { cause: error }),
+      );
+    }
   }
 
   async #createDefaultMesh(): Promise<void> {

@@ -56,8 +56,34 @@ export interface EventLog {
    * the deleted version + 1; a re-created key carries on from there, so versions never repeat.
    */
   append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]>;
-  /** Events with `seq > after`, in sequence order, at most `limit`. */
+  /**
+   * Events with `seq > after`, in sequence order, at most `limit`. Rejects with
+   * `RevisionCompactedError` when `after` is older than the checkpoint: some of those events
+   * were compacted, and a reader must start again from `readCheckpoint()`.
+   */
   readAfter(after: Seq, limit: number): Promise<readonly ResourceEvent[]>;
+  /**
+   * One key's retained events with `seq > after`, in sequence order, at most `limit` (the
+   * history of a resource), and the horizon: events up to it were compacted.
+   */
+  readKey(key: ResourceKey, after: Seq, limit: number): Promise<KeyHistory>;
+  /**
+   * The resource as it was at `revision`: its last event at or before it (or, when the key
+   * has none after the checkpoint, the checkpoint's copy); undefined if it did not exist
+   * then. Rejects with `RevisionCompactedError` when `revision` is older than the checkpoint.
+   * A revision past the end of the log answers as of the end.
+   */
+  readAt(key: ResourceKey, revision: Seq): Promise<Stored<Resource> | undefined>;
+  /** The newest checkpoint: `{ seq: 0, resources: [] }` while nothing was compacted. */
+  readCheckpoint(): Promise<Checkpoint>;
+  /**
+   * Keeps `checkpoint` as the newest and deletes the events it covers (`seq <= checkpoint.seq`)
+   * with the older checkpoint, atomically; does nothing when the log already has a checkpoint
+   * at or past it. Resolves with the horizon after. The caller folds the checkpoint from the
+   * previous one and the events after it (see compaction.ts); a checkpoint past the end of the
+   * log is a bug and rejects. Versions and sequence numbers carry on as if nothing was deleted.
+   */
+  writeCheckpoint(checkpoint: Checkpoint, author: Author): Promise<Seq>;
   /**
    * Wake-ups: emits when new events may be available. Only a hint (I7): the reader always
    * catches up with `readAfter`.
@@ -65,6 +91,30 @@ export interface EventLog {
   readonly wakeups: Observable<void>;
   close(): Promise<void>;
 }
+
+/** A key's retained events, and the revision up to which the log's history was compacted. */
+export interface KeyHistory {
+  /** Events up to this seq were compacted; 0 when nothing was. */
+  readonly horizon: Seq;
+  readonly events: readonly ResourceEvent[];
+}
+
+/**
+ * The projection's live resources at `seq`, kept in place of the events up to it (retention).
+ * A store starts from the newest checkpoint plus the events after it.
+ */
+export interface Checkpoint {
+  readonly seq: Seq;
+  readonly resources: readonly Stored<Resource>[];
+}
+
+/**
+ * How much history the log keeps (`--retention`); events older than that are folded into a
+ * checkpoint. `{ events: N }` keeps the newest N events; `{ maxAge: ms }` keeps the events
+ * written in the last `ms` milliseconds. Either way "what did X look like at revision R" can
+ * be answered for every R from the checkpoint on.
+ */
+export type Retention = { readonly events: number } | { readonly maxAge: number };
 
 export interface Stored<T extends Resource> {
   readonly resource: Valid<T>;
@@ -113,10 +163,32 @@ export interface ResourceStore {
   readonly projection: Projection;
   /** Emits the current projection on subscribe, then each newer one, in revision order. */
   readonly projections: Observable<Projection>;
-  /** Creates or replaces a resource. Resolves with what was stored once it is committed. */
+  /**
+   * Creates or replaces a resource. Resolves with what was stored once it is committed; rejects
+   * with `MeshNotFoundError` for a Dataplane whose mesh the log does not have.
+   */
   put(resource: Valid<Resource>, options?: WriteOptions): Promise<Stored<Resource>>;
-  /** Deletes a resource; deleting a Mesh deletes its Dataplanes in the same batch. */
+  /**
+   * Deletes a resource; deleting a Mesh deletes the Dataplanes the log has in it, in the same
+   * batch (write-plan.ts), including ones this projection has not read yet.
+   */
   delete(key: ResourceKey, options?: WriteOptions): Promise<void>;
   get(key: ResourceKey): Stored<Resource> | undefined;
   list(type: Resource['type'], mesh?: string): readonly Stored<Resource>[];
+  /**
+   * The resource as it was at `revision`; undefined if it did not exist then. Rejects with
+   * `RevisionCompactedError` for a revision older than the retained history, and with
+   * `FutureRevisionError` for one the log has not reached.
+   */
+  getAt(key: ResourceKey, revision: Seq): Promise<Stored<Resource> | undefined>;
+  /** The log after `after` (audit, tools); `RevisionCompactedError` when `after` was compacted. */
+  readEvents(after: Seq, limit: number): Promise<readonly ResourceEvent[]>;
+  /** One resource's retained events after `after`, and the horizon of the history. */
+  history(key: ResourceKey, after: Seq, limit: number): Promise<KeyHistory>;
+  /**
+   * Folds the events the retention setting does not keep into a new checkpoint, now. Resolves
+   * with the horizon (events up to it are gone), or undefined without a retention setting.
+   * The store also compacts on start and periodically.
+   */
+  compact(): Promise<Seq | undefined>;
 }

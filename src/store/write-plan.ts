@@ -1,11 +1,20 @@
+import { ChanceryError } from '../chancery-error.js';
 import { keyOf, type ResourceKey } from '../mesh/index.js';
-import { NotFoundError, VersionConflictError } from './errors.js';
+import { MeshNotFoundError, NotFoundError, VersionConflictError } from './errors.js';
 import { asResourceVersion, type ResourceVersion, type Write } from './types.js';
 
 /** What a log knows of one key: its last event's version, and whether that was an upsert. */
 export interface KeyState {
   readonly version: ResourceVersion;
   readonly live: boolean;
+}
+
+/** What a batch is checked against: the log's state before it, read under the append lock. */
+export interface LogState {
+  /** A key's head, by `keyIdOf`; undefined for a key never written. */
+  head(id: string): KeyState | undefined;
+  /** Every Dataplane live in `mesh`, with its head: deleted with the mesh. */
+  liveDataplanes(mesh: string): Iterable<KeyHead>;
 }
 
 /** One write of a batch, checked, with the version its event will carry. */
@@ -21,7 +30,7 @@ export interface KeyHead extends KeyState {
 }
 
 export interface WritePlan {
-  /** In the order of the writes. */
+  /** In the order of the writes, each Mesh delete preceded by its dataplanes' deletes. */
   readonly events: readonly PlannedEvent[];
   /** Each key the batch touches, by `keyIdOf`, with its state after the batch. */
   readonly heads: ReadonlyMap<string, KeyHead>;
@@ -29,29 +38,112 @@ export interface WritePlan {
 
 /**
  * Checks a batch against the log and numbers its versions; every backend plans with this,
- * so they agree on versions (test/store/event-log-contract.ts). Throws `VersionConflictError`
- * or `NotFoundError` before anything is appended.
+ * so they agree on versions (test/store/event-log-contract.ts). Throws `VersionConflictError`,
+ * `NotFoundError` or `MeshNotFoundError` before anything is appended.
  *
  * Versions count a key's events: 1 on create, +1 on each upsert, and a delete records the
  * deleted version + 1. A key re-created after a delete carries on from there instead of
  * restarting at 1, so a version a client read (`If-Match`) never matches a later incarnation.
  * Each write is checked against the batch's earlier writes, as inside a database transaction.
+ *
+ * Meshes are checked against the log, not against what the writer last read: a Dataplane is
+ * only written into a mesh live in the log, and deleting a Mesh deletes every Dataplane live
+ * in it, in the same batch and before it (no revision has a Dataplane without its Mesh). A
+ * writer whose projection lags, or another instance writing at the same time, can therefore
+ * never leave a Dataplane behind in a deleted mesh.
  */
-export function planWrites(writes: readonly Write[], stateOf: (id: string) => KeyState | undefined): WritePlan {
+export function planWrites(writes: readonly Write[], log: LogState): WritePlan {
   const heads = new Map<string, KeyHead>();
   const events: PlannedEvent[] = [];
-  for (const write of writes) {
-    const key = keyOfWrite(write);
-    const id = keyIdOf(key);
-    const current = heads.get(id) ?? stateOf(id);
-    const actual = current?.live === true ? current.version : 'absent';
-    if (write.kind === 'deleted' && actual === 'absent') throw new NotFoundError(key);
-    if (write.expected !== undefined && write.expected !== actual) throw new VersionConflictError(key, write.expected, actual);
+  const stateOf = (id: string) => heads.get(id) ?? log.head(id);
+  const append = (write: Write, key: ResourceKey, id: string, current: KeyState | undefined) => {
     const version = asResourceVersion((current?.version ?? 0) + 1);
     heads.set(id, { key, version, live: write.kind === 'upserted' });
     events.push({ write, key, version });
+  };
+  for (const write of writes) {
+    const key = keyOfWrite(write);
+    const id = keyIdOf(key);
+    const current = stateOf(id);
+    const actual = current?.live === true ? current.version : 'absent';
+    if (write.kind === 'deleted' && actual === 'absent') throw new NotFoundError(key);
+    if (write.expected !== undefined && write.expected !== actual) throw new VersionConflictError(key, write.expected, actual);
+    if (write.kind === 'upserted' && key.type === 'Dataplane' && stateOf(keyIdOf(meshKeyOf(key.mesh)))?.live !== true) {
+      throw new MeshNotFoundError(key.mesh, key);
+    }
+    if (write.kind === 'deleted' && key.type === 'Mesh') {
+      for (const dataplane of dataplanesIn(key.name, log, heads)) {
+        append({ kind: 'deleted', key: dataplane }, dataplane, keyIdOf(dataplane), stateOf(keyIdOf(dataplane)));
+      }
+    }
+    append(write, key, id, current);
   }
   return { events, heads };
+}
+
+/** What `planGroup` decided for each batch: its plan, or the error that leaves it out. */
+export interface GroupPlan {
+  readonly outcomes: readonly (WritePlan | ChanceryError)[];
+  /** Each key the accepted batches touch, with its state after all of them. */
+  readonly heads: ReadonlyMap<string, KeyHead>;
+}
+
+/**
+ * Plans several batches that one transaction appends together (group commit): each is checked
+ * against the log and the accepted batches before it, as if appended alone in that order. A
+ * batch that fails its checks is left out, with its error in its place; the others go on.
+ */
+export function planGroup(batches: readonly (readonly Write[])[], log: LogState): GroupPlan {
+  const heads = new Map<string, KeyHead>();
+  const state: LogState = {
+    head: (id) => heads.get(id) ?? log.head(id),
+    *liveDataplanes(mesh) {
+      for (const head of heads.values()) {
+        if (head.live && head.key.type === 'Dataplane' && head.key.mesh === mesh) yield head;
+      }
+      for (const head of log.liveDataplanes(mesh)) if (!heads.has(keyIdOf(head.key))) yield head;
+    },
+  };
+  const outcomes = batches.map((writes) => {
+    try {
+      const plan = planWrites(writes, state);
+      for (const [id, head] of plan.heads) heads.set(id, head);
+      return plan;
+    } catch (error) {
+      // A conflict or a missing resource refuses this batch; anything else is a bug.
+      if (error instanceof ChanceryError) return error;
+      throw error;
+    }
+  });
+  return { outcomes, heads };
+}
+
+/** The Dataplanes live in `mesh` at this point of the batch, by name: the log's, and the batch's own. */
+function dataplanesIn(mesh: string, log: LogState, heads: ReadonlyMap<string, KeyHead>): ResourceKey[] {
+  const live = new Map<string, ResourceKey>();
+  for (const head of log.liveDataplanes(mesh)) live.set(head.key.name, head.key);
+  for (const head of heads.values()) {
+    if (head.key.type !== 'Dataplane' || head.key.mesh !== mesh) continue;
+    if (head.live) live.set(head.key.name, head.key);
+    else live.delete(head.key.name);
+  }
+  return [...live.keys()].sort(byCodeUnit).map((name) => live.get(name)!);
+}
+
+/** The keys whose heads a batch needs: each write's, and the mesh of each Dataplane it writes. */
+export function keysToRead(writes: readonly Write[]): ResourceKey[] {
+  const keys = new Map<string, ResourceKey>();
+  for (const write of writes) {
+    const key = keyOfWrite(write);
+    keys.set(keyIdOf(key), key);
+    if (write.kind === 'upserted' && key.type === 'Dataplane') keys.set(keyIdOf(meshKeyOf(key.mesh)), meshKeyOf(key.mesh));
+  }
+  return [...keys.values()];
+}
+
+/** The meshes a batch deletes, whose live Dataplanes the plan needs. */
+export function meshesDeleted(writes: readonly Write[]): string[] {
+  return [...new Set(writes.flatMap((write) => (write.kind === 'deleted' && write.key.type === 'Mesh' ? [write.key.name] : [])))];
 }
 
 /** The key a write is about, as a fresh `{ type, mesh, name }` (no extra fields of the caller's). */
@@ -63,4 +155,13 @@ export function keyOfWrite(write: Write): ResourceKey {
 /** NUL separates the parts: Postgres text cannot hold it, so no stored name contains one. */
 export function keyIdOf(key: ResourceKey): string {
   return `${key.type}\0${key.mesh}\0${key.name}`;
+}
+
+function meshKeyOf(mesh: string): ResourceKey {
+  return { type: 'Mesh', mesh, name: mesh };
+}
+
+/** By UTF-16 code unit: the same order on every instance, whatever its locale. */
+function byCodeUnit(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -1,8 +1,9 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import { NEVER } from 'rxjs';
 import { type ApiBackend, type ApiServerOptions, createApiServer } from '../../src/api/index.js';
 import type { SessionView } from '../../src/machines/session-view.js';
-import { createMemoryStore, type ResourceStore } from '../../src/store/index.js';
+import { createMemoryStore, type ResourceStore, type Retention } from '../../src/store/index.js';
 
 export interface ApiHarness {
   /** `http://127.0.0.1:<port>` */
@@ -22,11 +23,15 @@ export interface HarnessOptions {
   /** Leave the store unstarted (not ready). */
   readonly startStore?: boolean;
   readonly bodyLimit?: number;
+  /** The store's retention; it compacts only when the test calls `store.compact()`. */
+  readonly retention?: Retention;
+  /** Stamps each event's time. */
+  readonly now?: () => Date;
 }
 
 /** A real API server on 127.0.0.1:0 over a started memory store and the given sessions. */
 export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness> {
-  const store = createMemoryStore({ instance: 'test' });
+  const store = createMemoryStore({ instance: 'test', compaction: NEVER, retention: options.retention, now: options.now });
   if (options.startStore ?? true) await store.start();
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({

@@ -22,6 +22,7 @@ describe('the run option table', () => {
       store: 'pglite:./.chancery/data',
       refreshInterval: 1000,
       evictionGrace: 10_000,
+      retention: 'off',
       logLevel: 'info',
     });
   });
@@ -56,6 +57,9 @@ describe('the run option table', () => {
     [{ 'eviction-grace': 'ten seconds' }, {}, /^--eviction-grace: expected a duration/],
     [{ 'log-level': 'verbose' }, {}, /^--log-level: expected one of fatal, error/],
     [{ 'instance-id': 'has space' }, {}, /^--instance-id: /],
+    [{ retention: '0' }, {}, /^--retention: must keep at least 1 event/],
+    [{ retention: 'forever' }, {}, /^--retention: expected off, a number of events such as 100000, or an age such as 30d/],
+    [{}, { CHANCERY_RETENTION: '30 days' }, /^CHANCERY_RETENTION \(--retention\): expected off/],
     [{}, { CHANCERY_REFRESH_INTERVAL: 'soon' }, /^CHANCERY_REFRESH_INTERVAL \(--refresh-interval\): expected a duration/],
   ])('refuses %o (env %o), naming where the value came from', (flags, env, message) => {
     expect(usageMessage(() => resolve(flags, env))).toMatch(message);
@@ -70,9 +74,34 @@ describe('the run option table', () => {
       store: 'pglite:./.chancery/data',
       refreshInterval: 250,
       evictionGrace: 10_000,
+      retention: 'off',
       logger,
     });
     expect('instanceId' in options).toBe(false);
+  });
+});
+
+describe('retention', () => {
+  it.each([
+    ['off', 'off'],
+    ['100000', { events: 100_000 }],
+    ['1', { events: 1 }],
+    ['30d', { maxAge: 30 * 86_400_000 }],
+    ['12h', { maxAge: 12 * 3_600_000 }],
+    ['1.5h', { maxAge: 5_400_000 }],
+    ['90m', { maxAge: 5_400_000 }],
+    ['45s', { maxAge: 45_000 }],
+  ])('reads --retention %s as %o, from a flag or CHANCERY_RETENTION', (text, retention) => {
+    expect(resolve({ retention: text }).retention).toEqual(retention);
+    expect(resolve({}, { CHANCERY_RETENTION: text }).retention).toEqual(retention);
+  });
+
+  it('passes the retention to the control plane', () => {
+    expect(controlPlaneOptionsOf(resolve({ retention: '500' }), pino({ level: 'silent' })).retention).toEqual({ events: 500 });
+  });
+
+  it.each(['', 'all', '-5', '0s', '1e3', '30 d', '10ms', '2w'])('refuses %j', (text) => {
+    expect(() => resolve({ retention: text })).toThrow(UsageError);
   });
 });
 

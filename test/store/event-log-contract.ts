@@ -1,8 +1,10 @@
 import { firstValueFrom } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Dataplane, Valid } from '../../src/mesh/resources.js';
-import { NotFoundError, StoreUnavailableError, VersionConflictError } from '../../src/store/errors.js';
-import { asResourceVersion, asSeq, type EventLog, type ResourceEvent } from '../../src/store/types.js';
+import { compact } from '../../src/store/compaction.js';
+import { MeshNotFoundError, NotFoundError, RevisionCompactedError, StoreUnavailableError, VersionConflictError } from '../../src/store/errors.js';
+import { applyEvents, emptyProjection, projectionOf } from '../../src/store/projection.js';
+import { asResourceVersion, asSeq, type EventLog, type ResourceEvent, type Retention } from '../../src/store/types.js';
 import { author, dataplane, dataplaneKey, mesh, meshKey } from './fixtures.js';
 
 const v = asResourceVersion;
@@ -221,6 +223,65 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
         await expect(deleteTwice).rejects.toBeInstanceOf(NotFoundError);
       });
 
+      it('deletes the Dataplanes live in a Mesh with it, in the same batch, before it and by name', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }, { kind: 'upserted', resource: mesh('other') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'z') }, { kind: 'upserted', resource: dataplane('m', 'a') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'gone') }], author);
+        await log.append([{ kind: 'deleted', key: dataplaneKey('m', 'gone') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('other', 'kept') }], author);
+        const events = await log.append([{ kind: 'deleted', key: meshKey('m') }], { instance: 'cp-2' });
+        expect(events.map((event) => [event.kind, event.key.type, event.key.name, event.version])).toEqual([
+          ['deleted', 'Dataplane', 'a', 2],
+          ['deleted', 'Dataplane', 'z', 2],
+          ['deleted', 'Mesh', 'm', 2],
+        ]);
+        expect(new Set(events.map((event) => event.at)).size).toBe(1);
+        expect(events.every((event) => event.by.instance === 'cp-2')).toBe(true);
+        // The dataplanes are gone from the log's heads too: re-creating one is a create.
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        const [recreated] = await log.append([{ kind: 'upserted', resource: dataplane('m', 'a'), expected: 'absent' }], author);
+        expect(recreated!.version).toBe(3);
+      });
+
+      it('deletes with a Mesh the Dataplanes written earlier in the same batch, and not those deleted in it', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }, { kind: 'upserted', resource: dataplane('m', 'old') }], author);
+        const events = await log.append(
+          [
+            { kind: 'upserted', resource: dataplane('m', 'new') },
+            { kind: 'deleted', key: dataplaneKey('m', 'old') },
+            { kind: 'deleted', key: meshKey('m') },
+          ],
+          author,
+        );
+        expect(events.map((event) => [event.kind, event.key.name])).toEqual([
+          ['upserted', 'new'],
+          ['deleted', 'old'],
+          ['deleted', 'new'],
+          ['deleted', 'm'],
+        ]);
+      });
+
+      it('refuses a Dataplane whose Mesh is not live in the log, appending nothing', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        await expect(log.append([{ kind: 'upserted', resource: dataplane('nowhere', 'a') }], author)).rejects.toMatchObject({
+          code: 'CHANCERY_STORE_MESH_NOT_FOUND',
+          mesh: 'nowhere',
+          key: dataplaneKey('nowhere', 'a'),
+        });
+        const attempt = log.append(
+          [
+            { kind: 'upserted', resource: mesh('other') },
+            { kind: 'deleted', key: meshKey('m') },
+            { kind: 'upserted', resource: dataplane('m', 'a') },
+          ],
+          author,
+        );
+        await expect(attempt).rejects.toBeInstanceOf(MeshNotFoundError);
+        expect(await readAll()).toHaveLength(1);
+        const [created] = await log.append([{ kind: 'upserted', resource: mesh('n') }, { kind: 'upserted', resource: dataplane('n', 'a') }], author);
+        expect(created!.key.name).toBe('n');
+      });
+
       it('gives a batch’s events the order of its writes', async () => {
         const events = await log.append(
           [
@@ -236,10 +297,211 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
       });
     });
 
+    describe('history', () => {
+      /** Mesh m; dataplanes a and b; a changed; a deleted; a re-created: seqs 1–6. */
+      async function writeHistory(): Promise<void> {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'a') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'b') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'a', 20001) }], { instance: 'cp-2', caller: 'alice' });
+        await log.append([{ kind: 'deleted', key: dataplaneKey('m', 'a') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'a', 30001) }], author);
+      }
+
+      it('reads one key’s events in sequence order, and no other key’s', async () => {
+        await writeHistory();
+        const { horizon, events } = await log.readKey(dataplaneKey('m', 'a'), asSeq(0), 100);
+        expect(horizon).toBe(0);
+        expect(events.map((event) => [event.seq, event.kind, event.version])).toEqual([
+          [2, 'upserted', 1],
+          [4, 'upserted', 2],
+          [5, 'deleted', 3],
+          [6, 'upserted', 4],
+        ]);
+        expect(events[1]).toMatchObject({ by: { instance: 'cp-2', caller: 'alice' }, resource: dataplane('m', 'a', 20001) });
+        expect(events).toEqual((await readAll()).filter((event) => event.key.type === 'Dataplane' && event.key.name === 'a'));
+      });
+
+      it('reads a key’s events after a seq, at most limit of them', async () => {
+        await writeHistory();
+        const { events } = await log.readKey(dataplaneKey('m', 'a'), asSeq(2), 2);
+        expect(events.map((event) => event.seq)).toEqual([4, 5]);
+      });
+
+      it('keeps a Mesh’s history apart from a Dataplane’s of the same name', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('x') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('x', 'x') }], author);
+        expect((await log.readKey(meshKey('x'), asSeq(0), 10)).events.map((event) => event.seq)).toEqual([1]);
+        expect((await log.readKey(dataplaneKey('x', 'x'), asSeq(0), 10)).events.map((event) => event.seq)).toEqual([2]);
+        expect(await log.readKey(dataplaneKey('x', 'never'), asSeq(0), 10)).toEqual({ horizon: 0, events: [] });
+      });
+
+      it('answers a resource as it was at each revision: absent before it existed and after its delete', async () => {
+        await writeHistory();
+        const key = dataplaneKey('m', 'a');
+        const at = async (revision: number) => (await log.readAt(key, asSeq(revision)))?.resource;
+        expect(await at(0)).toBeUndefined();
+        expect(await at(1)).toBeUndefined();
+        expect(await at(2)).toEqual(dataplane('m', 'a'));
+        expect(await at(3)).toEqual(dataplane('m', 'a'));
+        expect(await at(4)).toEqual(dataplane('m', 'a', 20001));
+        expect(await at(5)).toBeUndefined();
+        expect(await at(6)).toEqual(dataplane('m', 'a', 30001));
+      });
+
+      it('answers with the version, seq and time of the event that wrote it', async () => {
+        await writeHistory();
+        const [, , , fourth] = await readAll();
+        expect(await log.readAt(dataplaneKey('m', 'a'), asSeq(4))).toEqual({
+          resource: dataplane('m', 'a', 20001),
+          version: 2,
+          seq: 4,
+          updatedAt: fourth!.at,
+        });
+        expect((await log.readAt(meshKey('m'), asSeq(6)))?.version).toBe(1);
+      });
+
+      it('answers a revision past the end of the log as of its end', async () => {
+        await writeHistory();
+        expect((await log.readAt(dataplaneKey('m', 'a'), asSeq(1_000)))?.version).toBe(4);
+      });
+    });
+
+    describe('checkpoints', () => {
+      const keys = [meshKey('m'), dataplaneKey('m', 'a'), dataplaneKey('m', 'b'), meshKey('n'), dataplaneKey('n', 'c')];
+
+      /** 10 events over five keys, with a delete, a re-create and a Mesh delete cascade. */
+      async function writeHistory(): Promise<void> {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }, { kind: 'upserted', resource: mesh('n') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'a') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'b') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('n', 'c') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'a', 20001) }], author);
+        await log.append([{ kind: 'deleted', key: dataplaneKey('n', 'c') }, { kind: 'deleted', key: meshKey('n') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'b', 20002) }], author);
+        await log.append([{ kind: 'upserted', resource: mesh('n') }], author);
+      }
+
+      async function everyAnswer(): Promise<Map<string, unknown>> {
+        const answers = new Map<string, unknown>();
+        for (let revision = 0; revision <= 10; revision += 1) {
+          for (const key of keys) answers.set(`${key.type} ${key.name}@${revision}`, await log.readAt(key, asSeq(revision)));
+        }
+        return answers;
+      }
+
+      const compactTo = (retention: Retention, now = new Date()) =>
+        compact(log, retention, { head: asSeq(10), now, author, pageSize: 3 });
+
+      it('has none until one is written', async () => {
+        await writeHistory();
+        expect(await log.readCheckpoint()).toEqual({ seq: 0, resources: [] });
+      });
+
+      it('keeps the fold of the compacted events and only the events after it', async () => {
+        await writeHistory();
+        const all = await readAll();
+        expect(await compactTo({ events: 3 })).toEqual({ previous: 0, horizon: 7 });
+        const checkpoint = await log.readCheckpoint();
+        expect(checkpoint.seq).toBe(7);
+        expect(projectionOf(checkpoint)).toEqual(applyEvents(emptyProjection(), all.slice(0, 7)));
+        expect(await log.readAfter(asSeq(7), 100)).toEqual(all.slice(7));
+      });
+
+      it('refuses to read events from before the checkpoint, naming the revision and the horizon', async () => {
+        await writeHistory();
+        await compactTo({ events: 3 });
+        const attempt = log.readAfter(asSeq(6), 100);
+        await expect(attempt).rejects.toBeInstanceOf(RevisionCompactedError);
+        await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_STORE_REVISION_COMPACTED', revision: 6, horizon: 7 });
+      });
+
+      it('answers what each resource looked like at every revision from the checkpoint on, as before compaction', async () => {
+        await writeHistory();
+        const before = await everyAnswer();
+        await compactTo({ events: 4 });
+        await compactTo({ events: 2 });
+        expect((await log.readCheckpoint()).seq).toBe(8);
+        for (let revision = 8; revision <= 10; revision += 1) {
+          for (const key of keys) {
+            const label = `${key.type} ${key.name}@${revision}`;
+            expect(await log.readAt(key, asSeq(revision)), label).toEqual(before.get(label));
+          }
+        }
+        await expect(log.readAt(dataplaneKey('m', 'a'), asSeq(7))).rejects.toMatchObject({ revision: 7, horizon: 8 });
+      });
+
+      it('reads a key’s retained history after the checkpoint, with the horizon', async () => {
+        await writeHistory();
+        await compactTo({ events: 4 });
+        expect(await log.readKey(dataplaneKey('m', 'b'), asSeq(0), 100)).toMatchObject({ horizon: 6, events: [{ seq: 9, version: 2 }] });
+        expect(await log.readKey(dataplaneKey('m', 'a'), asSeq(0), 100)).toEqual({ horizon: 6, events: [] });
+      });
+
+      it('carries on sequence numbers and versions after a compaction that took every event', async () => {
+        await writeHistory();
+        const future = new Date(Date.now() + 86_400_000);
+        expect(await compactTo({ maxAge: 1_000 }, future)).toEqual({ previous: 0, horizon: 10 });
+        expect(await log.readAfter(asSeq(10), 100)).toEqual([]);
+        expect((await log.readAt(dataplaneKey('m', 'a'), asSeq(10)))?.version).toBe(2);
+        const [event] = await log.append([{ kind: 'upserted', resource: dataplane('m', 'a', 40001), expected: v(2) }], author);
+        expect(event).toMatchObject({ seq: 11, version: 3 });
+        await expect(log.append([{ kind: 'upserted', resource: mesh('m'), expected: 'absent' }], author)).rejects.toBeInstanceOf(
+          VersionConflictError,
+        );
+      });
+
+      it('compacts nothing when every event is within the age kept', async () => {
+        await writeHistory();
+        const past = new Date(Date.now() - 86_400_000);
+        expect(await compactTo({ maxAge: 1_000 }, past)).toEqual({ previous: 0, horizon: 0 });
+        expect(await readAll()).toHaveLength(10);
+      });
+
+      it('ignores a checkpoint at or before the one it has', async () => {
+        await writeHistory();
+        await compactTo({ events: 2 });
+        const older = { seq: asSeq(5), resources: [] };
+        expect(await log.writeCheckpoint(older, author)).toBe(8);
+        expect((await log.readCheckpoint()).seq).toBe(8);
+        expect((await log.readCheckpoint()).resources.length).toBeGreaterThan(0);
+      });
+
+      it('refuses a checkpoint past the end of the log', async () => {
+        await writeHistory();
+        await expect(log.writeCheckpoint({ seq: asSeq(11), resources: [] }, author)).rejects.toThrow(/past the end of the log/);
+        expect(await readAll()).toHaveLength(10);
+      });
+    });
+
     it('rejects reads and appends with StoreUnavailableError once closed', async () => {
       await log.close();
       await expect(log.readAfter(asSeq(0), 10)).rejects.toBeInstanceOf(StoreUnavailableError);
       await expect(log.append([{ kind: 'upserted', resource: mesh('a') }], author)).rejects.toBeInstanceOf(StoreUnavailableError);
+    });
+
+    it('settles concurrent appends each on its own: one that fails leaves the others appended, in call order', async () => {
+      await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+      const results = await Promise.allSettled([
+        log.append([{ kind: 'upserted', resource: mesh('a') }], { instance: 'one' }),
+        log.append([{ kind: 'upserted', resource: mesh('b') }, { kind: 'upserted', resource: mesh('m'), expected: 'absent' }], { instance: 'two' }),
+        log.append([{ kind: 'deleted', key: meshKey('m') }], { instance: 'three', caller: 'carol' }),
+        log.append([{ kind: 'upserted', resource: dataplane('m', 'late') }], { instance: 'four' }),
+        log.append([{ kind: 'upserted', resource: mesh('a'), expected: v(1) }], { instance: 'five' }),
+      ]);
+      expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled']);
+      expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(VersionConflictError);
+      expect((results[3] as PromiseRejectedResult).reason).toBeInstanceOf(MeshNotFoundError);
+      const events = await readAll();
+      expect(events.map((event) => [event.seq, event.key.name, event.version, event.by.instance])).toEqual([
+        [1, 'm', 1, 'test'],
+        [2, 'a', 1, 'one'],
+        [3, 'm', 2, 'three'],
+        [4, 'a', 2, 'five'],
+      ]);
+      expect(events[2]!.by).toEqual({ instance: 'three', caller: 'carol' });
+      const [fifth] = (results[4] as PromiseFulfilledResult<readonly ResourceEvent[]>).value;
+      expect(fifth).toEqual(events[3]);
     });
 
     it('lets exactly one of two concurrent writers with the same expected version win', async () => {

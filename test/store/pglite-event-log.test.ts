@@ -20,7 +20,7 @@ afterAll(async () => {
 
 async function freshLog(): Promise<SqlEventLog> {
   const log = await SqlEventLog.open(client, { ownsClient: false });
-  await client.exec('TRUNCATE events, resources');
+  await client.exec('TRUNCATE events, resources, checkpoints, checkpoint_resources');
   return log;
 }
 
@@ -67,7 +67,7 @@ describe('SqlEventLog on PGlite', () => {
 
   it('records each migration once however often the log is opened', async () => {
     const logs = await Promise.all([1, 2, 3].map(() => SqlEventLog.open(client, { ownsClient: false })));
-    expect(await client.query('SELECT version FROM schema_migrations ORDER BY version')).toEqual([{ version: 1 }]);
+    expect(await client.query('SELECT version FROM schema_migrations ORDER BY version')).toEqual([{ version: 1 }, { version: 2 }]);
     await Promise.all(logs.map((log) => log.close()));
   });
 

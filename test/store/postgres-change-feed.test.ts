@@ -42,6 +42,10 @@ function recording(log: EventLog): { readonly log: EventLog; readonly read: Reso
         read.push(...events);
         return events;
       },
+      readKey: (key, after, limit) => log.readKey(key, after, limit),
+      readAt: (key, revision) => log.readAt(key, revision),
+      readCheckpoint: () => log.readCheckpoint(),
+      writeCheckpoint: (checkpoint, by) => log.writeCheckpoint(checkpoint, by),
       close: () => log.close(),
     },
   };

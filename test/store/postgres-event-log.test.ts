@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 eventLogContract('SqlEventLog on Postgres', async () => {
-  await sql(url, 'TRUNCATE events, resources');
+  await sql(url, 'TRUNCATE events, resources, checkpoints, checkpoint_resources');
   return openEventLog(url, { instance: 'contract' });
 });
 
@@ -53,6 +53,7 @@ describe('SqlEventLog on Postgres', () => {
     expect(logs).toHaveLength(4);
     expect(await sql(database, 'SELECT version, name FROM schema_migrations ORDER BY version')).toEqual([
       { version: 1, name: 'events and resource heads' },
+      { version: 2, name: 'checkpoints' },
     ]);
   });
 
@@ -62,7 +63,7 @@ describe('SqlEventLog on Postgres', () => {
     await sql(database, "INSERT INTO schema_migrations (version, name) VALUES (99, 'from the future')");
     const attempt = openEventLog(database, { instance: 'old' });
     await expect(attempt).rejects.toBeInstanceOf(StoreSchemaTooNewError);
-    await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_STORE_SCHEMA_TOO_NEW', found: 99, known: 1 });
+    await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_STORE_SCHEMA_TOO_NEW', found: 99, known: 2 });
   });
 
   it('keeps resources and history across a restart: a new store on the same database finds them', async () => {

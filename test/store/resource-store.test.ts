@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MeshNotFoundError, NotFoundError, StoreUnavailableError, VersionConflictError } from '../../src/store/errors.js';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
 import { createMemoryStore, createResourceStore, type ResourceStoreOptions } from '../../src/store/resource-store.js';
-import { asResourceVersion, asSeq, type EventLog, type ResourceStore } from '../../src/store/types.js';
+import { asResourceVersion, asSeq, type EventLog, type ResourceEvent, type ResourceStore } from '../../src/store/types.js';
 import { author, dataplane, dataplaneKey, mesh, meshKey } from './fixtures.js';
 import { ScriptedLog } from './scripted-log.js';
 
@@ -161,13 +161,36 @@ describe('writing and reading', () => {
     await store.delete(meshKey('payments'));
 
     expect(append).toHaveBeenCalledTimes(1);
-    expect(append.mock.calls[0]![0]).toEqual([
-      { kind: 'deleted', key: dataplaneKey('payments', 'a') },
-      { kind: 'deleted', key: dataplaneKey('payments', 'b') },
-      { kind: 'deleted', key: meshKey('payments'), expected: undefined },
+    const events = await append.mock.results[0]!.value;
+    expect(events.map((event: ResourceEvent) => [event.kind, event.key])).toEqual([
+      ['deleted', dataplaneKey('payments', 'a')],
+      ['deleted', dataplaneKey('payments', 'b')],
+      ['deleted', meshKey('payments')],
     ]);
     expect(store.get(meshKey('payments'))).toBeUndefined();
     expect(store.list('Dataplane').map((stored) => stored.resource.name)).toEqual(['c']);
+  });
+
+  it('deletes with a Mesh a Dataplane another writer added that this store has not read yet', async () => {
+    const log = new ScriptedLog({ loseWakeups: true });
+    const deleter = await startedStore(log);
+    const writer = await startedStore(log.inner, { instance: 'cp-2' });
+    await writer.put(mesh('payments'));
+    await deleter.put(dataplane('payments', 'a'));
+    await writer.put(dataplane('payments', 'late'));
+    expect(deleter.get(dataplaneKey('payments', 'late'))).toBeUndefined();
+
+    await deleter.delete(meshKey('payments'));
+
+    const events = await readAll(log);
+    expect(events.slice(-3).map((event) => [event.kind, event.key.name])).toEqual([
+      ['deleted', 'a'],
+      ['deleted', 'late'],
+      ['deleted', 'payments'],
+    ]);
+    // Re-created, the mesh is empty: nothing of it was left behind in the log.
+    await writer.put(mesh('payments'));
+    await expect(writer.put(dataplane('payments', 'late'), { expected: 'absent' })).resolves.toMatchObject({ version: 3 });
   });
 
   it('deletes nothing of a mesh whose own delete conflicts', async () => {

@@ -1,6 +1,7 @@
 import { NEVER, Subject, type Observable } from 'rxjs';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
-import type { Author, EventLog, ResourceEvent, Seq, Write } from '../../src/store/types.js';
+import type { Resource, ResourceKey } from '../../src/mesh/resources.js';
+import type { Author, Checkpoint, EventLog, KeyHistory, ResourceEvent, Seq, Stored, Write } from '../../src/store/types.js';
 
 /**
  * A MemoryEventLog whose reads a test controls: they can fail, be held after the query has
@@ -14,6 +15,7 @@ export class ScriptedLog implements EventLog {
   /** When set, reads reject with it. */
   failure: Error | undefined;
   reads = 0;
+  checkpointReads = 0;
   maxConcurrentReads = 0;
   #inFlight = 0;
   #hold: Promise<void> | undefined;
@@ -51,6 +53,23 @@ export class ScriptedLog implements EventLog {
     } finally {
       this.#inFlight -= 1;
     }
+  }
+
+  readKey(key: ResourceKey, after: Seq, limit: number): Promise<KeyHistory> {
+    return this.inner.readKey(key, after, limit);
+  }
+
+  readAt(key: ResourceKey, revision: Seq): Promise<Stored<Resource> | undefined> {
+    return this.inner.readAt(key, revision);
+  }
+
+  readCheckpoint(): Promise<Checkpoint> {
+    this.checkpointReads += 1;
+    return this.inner.readCheckpoint();
+  }
+
+  writeCheckpoint(checkpoint: Checkpoint, author: Author): Promise<Seq> {
+    return this.inner.writeCheckpoint(checkpoint, author);
   }
 
   close(): Promise<void> {

@@ -7,7 +7,7 @@ import { formatTable } from '../format-table.js';
 import { EXIT } from '../report-error.js';
 import { collectionPath, keyFor, resourcePath, resourceTypeOf } from '../resource-paths.js';
 
-const OPTIONS = { mesh: { type: 'string' }, output: { type: 'string', short: 'o' }, ...CLIENT_FLAGS } as const;
+const OPTIONS = { mesh: { type: 'string' }, output: { type: 'string', short: 'o' }, revision: { type: 'string' }, ...CLIENT_FLAGS } as const;
 
 /** A resource as the API answers it. */
 type Served = Resource & { readonly version: number };
@@ -15,15 +15,19 @@ type Served = Resource & { readonly version: number };
 export const getCommand: Command = {
   name: 'get',
   summary: 'show meshes or dataplanes',
-  help: `Usage: chancery get TYPE [NAME] [--mesh MESH] [-o table|json|yaml]
+  help: `Usage: chancery get TYPE [NAME] [--mesh MESH] [--revision SEQ] [-o table|json|yaml]
 
 TYPE is mesh (meshes) or dataplane (dataplanes, dp). Without NAME, lists them all: every
 mesh, or the dataplanes of one mesh. -o yaml and -o json print what 'chancery apply -f'
 reads, version included, so an edited copy is only applied over the version it was read at.
+With --revision, shows one resource as it was at that store revision ('chancery history'
+lists the revisions that changed it).
 
 Options:
   --mesh MESH
       the mesh of the dataplanes [default ${DEFAULT_MESH}]
+  --revision SEQ
+      the store revision to read NAME at [default: the latest]
   -o, --output FORMAT
       table, json or yaml [default table]
 ${CLIENT_HELP}
@@ -37,13 +41,17 @@ ${CLIENT_HELP}
     if (type === 'Mesh' && values.mesh !== undefined) throw new UsageError('--mesh applies to dataplanes, not meshes');
     const format = outputFormatOf(values.output);
     const mesh = values.mesh ?? DEFAULT_MESH;
+    const { revision } = values;
+    if (revision !== undefined && name === undefined) throw new UsageError('--revision reads one resource: give its NAME');
+    if (revision !== undefined && !/^\d{1,15}$/.test(revision)) throw new UsageError(`--revision must be a store revision (a whole number); got "${revision}"`);
     const client = clientFrom(values, io.env);
 
     // The server's contract (src/api): a resource is `{ ...resource, version }`, a list `{ items }`.
+    const at = revision === undefined ? '' : `?revision=${revision}`;
     const items =
       name === undefined
         ? ((await client.request('GET', collectionPath(type, mesh))).body as { items: Served[] }).items
-        : [(await client.request('GET', resourcePath(keyFor(type, mesh, name)))).body as Served];
+        : [(await client.request('GET', `${resourcePath(keyFor(type, mesh, name))}${at}`)).body as Served];
 
     if (format !== 'table') io.stdout.write(name === undefined ? formatDocuments(items, format) : formatDocument(items[0], format));
     else if (items.length === 0) io.stderr.write(type === 'Mesh' ? 'No meshes found.\n' : `No dataplanes found in mesh ${mesh}.\n`);

@@ -1,0 +1,37 @@
+import { InvalidQueryError } from './errors.js';
+
+/** A query string as fastify parses it: a repeated parameter becomes an array. */
+export type Query = Readonly<Record<string, unknown>>;
+
+/** The largest integer a query parameter may hold: 15 digits, below 2^53, so it stays exact. */
+const INTEGER = /^\d{1,15}$/;
+
+/** Refuses any parameter the route does not take, naming it: a typo must not be ignored. */
+export function onlyKnown(query: Query, known: readonly string[]): void {
+  for (const field of Object.keys(query)) {
+    if (!known.includes(field)) {
+      const takes = known.length === 0 ? 'takes no query parameters' : `takes ${known.join(', ')}`;
+      throw new InvalidQueryError(field, `unknown query parameter ${field}: this route ${takes}`);
+    }
+  }
+}
+
+/** A parameter given at most once; undefined when absent. */
+export function single(query: Query, field: string): string | undefined {
+  const value = query[field];
+  if (value === undefined || typeof value === 'string') return value;
+  throw new InvalidQueryError(field, `${field} may be given once`);
+}
+
+/** A whole number of at least `min` (and at most `max`, when given); undefined when absent. */
+export function integer(query: Query, field: string, range: { readonly min: number; readonly max?: number }): number | undefined {
+  const value = single(query, field);
+  if (value === undefined) return undefined;
+  const n = INTEGER.test(value) ? Number(value) : Number.NaN;
+  const { min, max } = range;
+  if (!(n >= min) || (max !== undefined && n > max)) {
+    const expected = max === undefined ? `an integer of at least ${min}` : `an integer from ${min} to ${max}`;
+    throw new InvalidQueryError(field, `${field} must be ${expected}; got ${value}`);
+  }
+  return n;
+}

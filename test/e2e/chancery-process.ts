@@ -1,0 +1,111 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import type { EventJson, EventsPage } from '../../src/api/index.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+/** A `chancery run` child process, started by `startChancery`. */
+export interface ChanceryProcess {
+  /** `http://127.0.0.1:<port>` of its HTTP API, from its start line. */
+  readonly url: string;
+  /** Everything it printed so far, for failure messages. */
+  output(): string;
+  /** Sends SIGTERM; resolves with the exit code once it has exited. */
+  stop(): Promise<number | null>;
+  /** Sends SIGKILL; resolves once it has exited. */
+  kill(): Promise<void>;
+}
+
+interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+const running = new Map<ChildProcess, Promise<Exit>>();
+
+/**
+ * Starts `chancery run` from the source (`node --import tsx src/cli/main.ts run`) on 127.0.0.1
+ * with ports 0, plus `args`, and resolves once it logs `chancery started` (a JSON line on
+ * stdout naming the bound addresses); rejects with its output if it exits first. Variables
+ * `CHANCERY_*` of the test runner are not passed on.
+ */
+export async function startChancery(args: readonly string[]): Promise<ChanceryProcess> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('CHANCERY_')));
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/main.ts', 'run', '--xds-address', '127.0.0.1:0', '--api-address', '127.0.0.1:0', ...args],
+    { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  running.set(child, exited);
+  void exited.then(() => running.delete(child));
+
+  let output = '';
+  child.stderr!.setEncoding('utf8').on('data', (text: string) => (output += text));
+  const started = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      output += `${line}\n`;
+      const entry = parseLine(line);
+      if (entry?.['msg'] === 'chancery started') resolve(String(entry['api']));
+    });
+    void exited.then(({ code, signal }) => reject(new Error(`chancery run exited (${code ?? signal}) before it started:\n${output}`)));
+  });
+  const api = await started;
+  return {
+    url: `http://${api}`,
+    output: () => output,
+    async stop() {
+      child.kill('SIGTERM');
+      return (await exited).code;
+    },
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** Kills every child still running (SIGKILL) and waits for them: for `afterEach`. */
+export async function killAll(): Promise<void> {
+  const exits = [...running].map(([child, exited]) => {
+    child.kill('SIGKILL');
+    return exited;
+  });
+  await Promise.all(exits);
+}
+
+function parseLine(line: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Sends a request and reads the JSON answer (undefined for 204). */
+/** A JSON answer, read loosely: each test states the fields it relies on. */
+export type Answer = { readonly status: number; readonly body: any };
+
+export async function call(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  const response = await fetch(url, {
+    method,
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
+}
+
+/** The whole log, through `GET /events`, a page at a time. */
+export async function allEvents(url: string, after = 0): Promise<EventJson[]> {
+  const events: EventJson[] = [];
+  for (;;) {
+    const { status, body } = await call(`${url}/events?after=${after}&limit=1000`, 'GET');
+    if (status !== 200) throw new Error(`GET /events answered ${status}: ${JSON.stringify(body)}`);
+    const page = body as EventsPage;
+    events.push(...page.items);
+    if (page.items.length < 1000) return events;
+    after = page.next;
+  }
+}
