@@ -5,6 +5,8 @@
  * response to JSON (test/support/ads-client.ts) costs more CPU than the server under test.
  */
 
+import { lengthDelimited } from '../../src/xds/encode.js';
+
 // envoy/service/discovery/v3/discovery.proto field numbers.
 const REQUEST_VERSION_INFO = 1;
 const REQUEST_NODE = 2;
@@ -16,21 +18,9 @@ const RESPONSE_VERSION_INFO = 1;
 const RESPONSE_TYPE_URL = 4;
 const RESPONSE_NONCE = 5;
 
-/** A length-delimited field (wire type 2) holding `bytes`. */
+/** A length-delimited field (wire type 2) holding `bytes`: Chancery's own encoder, given text too. */
 export function field(number: number, bytes: Uint8Array | string): Buffer {
-  const body = typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
-  return Buffer.concat([varint((number << 3) | 2), varint(body.length), body]);
-}
-
-function varint(value: number): Buffer {
-  const out: number[] = [];
-  let rest = value >>> 0;
-  while (rest > 0x7f) {
-    out.push((rest & 0x7f) | 0x80);
-    rest >>>= 7;
-  }
-  out.push(rest);
-  return Buffer.from(out);
+  return lengthDelimited(number, typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes);
 }
 
 /** The fixed parts of one type's requests on one stream, encoded once. */
