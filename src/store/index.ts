@@ -21,6 +21,14 @@ export {
   type ResourceStoreOptions,
 } from './resource-store.js';
 export {
+  MemorySessionRecords,
+  type InstanceRecord,
+  type SessionRecord,
+  type SessionRecordBatch,
+  type SessionRecordInput,
+  type SessionRecords,
+} from './session-records.js';
+export {
   asResourceVersion,
   asSeq,
   type Author,

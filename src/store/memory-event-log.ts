@@ -2,6 +2,7 @@ import { Subject, type Observable } from 'rxjs';
 import { keyOf, type Resource, type ResourceKey } from '../mesh/index.js';
 import { RevisionCompactedError, StoreUnavailableError } from './errors.js';
 import { storedOf } from './projection.js';
+import { MemorySessionRecords } from './session-records.js';
 import {
   asSeq,
   type Author,
@@ -38,10 +39,12 @@ export class MemoryEventLog implements EventLog {
   readonly #keys = new Map<string, KeyHead>();
   readonly #wakeups = new Subject<void>();
   readonly wakeups: Observable<void> = this.#wakeups.asObservable();
+  readonly sessionRecords: MemorySessionRecords;
   #closed = false;
 
   constructor(options: MemoryEventLogOptions = {}) {
     this.#now = options.now ?? (() => new Date());
+    this.sessionRecords = new MemorySessionRecords(this.#now);
   }
 
   async append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]> {

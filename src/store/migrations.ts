@@ -33,6 +33,10 @@ export const EVENTS_CHANNEL = 'chancery_events';
  * `checkpoints` (version 2) holds the newest checkpoint, at most one: the projection's live
  * resources at `seq`, in `checkpoint_resources`, kept in place of the events up to `seq`, which
  * retention deleted. Each row keeps the version, seq and time of the event that last wrote it.
+ *
+ * `instances` and `session_records` (version 3) say which instance serves which node (see
+ * session-records.ts): each instance saves its own rows in batches; an instance not seen
+ * within the ttl is deleted by whichever instance notices, and its records with it.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -86,6 +90,29 @@ export const MIGRATIONS: readonly Migration[] = [
         at TIMESTAMPTZ NOT NULL,
         PRIMARY KEY (checkpoint, resource_type, mesh, name)
       );
+    `,
+  },
+  {
+    version: 3,
+    name: 'instances and session records',
+    sql: `
+      CREATE TABLE instances (
+        id TEXT PRIMARY KEY,
+        xds_address TEXT NOT NULL,
+        api_address TEXT,
+        started_at TIMESTAMPTZ NOT NULL,
+        seen_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE TABLE session_records (
+        node TEXT NOT NULL,
+        instance TEXT NOT NULL REFERENCES instances (id) ON DELETE CASCADE,
+        state TEXT NOT NULL,
+        since TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL,
+        body JSONB NOT NULL,
+        PRIMARY KEY (node, instance)
+      );
+      CREATE INDEX session_records_by_instance ON session_records (instance);
     `,
   },
 ];

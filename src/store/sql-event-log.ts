@@ -5,6 +5,7 @@ import { describeKey } from './describe-key.js';
 import { RevisionCompactedError, StoreUnavailableError } from './errors.js';
 import { ADVISORY_LOCK, EVENTS_CHANNEL, migrate } from './migrations.js';
 import type { SqlClient, SqlRow } from './sql-client.js';
+import { SqlSessionRecords } from './sql-session-records.js';
 import {
   asResourceVersion,
   asSeq,
@@ -167,11 +168,20 @@ export class SqlEventLog implements EventLog {
   readonly #ownsClient: boolean;
   readonly #wakeups = new Subject<void>();
   readonly wakeups: Observable<void> = this.#wakeups.asObservable();
+  readonly sessionRecords: SqlSessionRecords;
   #unlisten: (() => Promise<void>) | undefined;
   #closed = false;
 
   private constructor(client: SqlClient, options: SqlEventLogOptions) {
     this.#client = client;
+    this.sessionRecords = new SqlSessionRecords(client, async (operation, work) => {
+      this.#assertOpen(operation);
+      try {
+        return await work();
+      } catch (error) {
+        throw unavailable(operation, error);
+      }
+    });
     this.#now = options.now ?? (() => new Date());
     this.#ownsClient = options.ownsClient ?? true;
   }

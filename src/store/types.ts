@@ -1,6 +1,7 @@
 import type { Observable } from 'rxjs';
 import type { Dataplane, Mesh, Resource, ResourceKey, Valid } from '../mesh/resources.js';
 import type { StoreUnavailableError } from './errors.js';
+import type { SessionRecords } from './session-records.js';
 
 declare const seqBrand: unique symbol;
 declare const versionBrand: unique symbol;
@@ -89,6 +90,8 @@ export interface EventLog {
    * catches up with `readAfter`.
    */
   readonly wakeups: Observable<void>;
+  /** Which instance serves which node, in the same database (issue 4). */
+  readonly sessionRecords: SessionRecords;
   close(): Promise<void>;
 }
 
@@ -136,6 +139,8 @@ export interface MeshState {
 /** The current resources: the fold of the event log up to `revision`. Immutable. */
 export interface Projection {
   readonly revision: Seq;
+  /** When the event at `revision` was written (its `at`); absent at revision 0 or from a checkpoint. */
+  readonly at?: string;
   readonly meshes: ReadonlyMap<string, MeshState>;
 }
 

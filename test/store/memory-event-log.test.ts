@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
 import { eventLogContract } from './event-log-contract.js';
+import { sessionRecordsContract } from './session-records-contract.js';
 import { author, mesh } from './fixtures.js';
 
 eventLogContract('MemoryEventLog', async () => new MemoryEventLog());
+sessionRecordsContract('MemoryEventLog', async () => new MemoryEventLog());
 
 describe('MemoryEventLog', () => {
   it('stamps events with the injected clock', async () => {

@@ -1,10 +1,12 @@
 import { firstValueFrom, NEVER } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../src/store/migrations.js';
 import { PgliteClient } from '../../src/store/pglite-client.js';
 import { createResourceStore } from '../../src/store/resource-store.js';
 import { SqlEventLog } from '../../src/store/sql-event-log.js';
 import { asSeq } from '../../src/store/types.js';
 import { eventLogContract } from './event-log-contract.js';
+import { sessionRecordsContract } from './session-records-contract.js';
 import { author, dataplane, dataplaneKey, mesh, meshKey } from './fixtures.js';
 
 // PGlite.create() runs initdb (seconds): one database for the file, emptied before each log.
@@ -20,11 +22,12 @@ afterAll(async () => {
 
 async function freshLog(): Promise<SqlEventLog> {
   const log = await SqlEventLog.open(client, { ownsClient: false });
-  await client.exec('TRUNCATE events, resources, checkpoints, checkpoint_resources');
+  await client.exec('TRUNCATE events, resources, checkpoints, checkpoint_resources, instances, session_records');
   return log;
 }
 
 eventLogContract('SqlEventLog on PGlite', freshLog);
+sessionRecordsContract('SqlEventLog on PGlite', freshLog);
 
 describe('SqlEventLog on PGlite', () => {
   it('stamps events with the injected clock, and reads the time back to the millisecond', async () => {
@@ -67,7 +70,9 @@ describe('SqlEventLog on PGlite', () => {
 
   it('records each migration once however often the log is opened', async () => {
     const logs = await Promise.all([1, 2, 3].map(() => SqlEventLog.open(client, { ownsClient: false })));
-    expect(await client.query('SELECT version FROM schema_migrations ORDER BY version')).toEqual([{ version: 1 }, { version: 2 }]);
+    expect(await client.query('SELECT version FROM schema_migrations ORDER BY version')).toEqual(
+      MIGRATIONS.map(({ version }) => ({ version })),
+    );
     await Promise.all(logs.map((log) => log.close()));
   });
 

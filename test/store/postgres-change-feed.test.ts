@@ -46,6 +46,7 @@ function recording(log: EventLog): { readonly log: EventLog; readonly read: Reso
       readAt: (key, revision) => log.readAt(key, revision),
       readCheckpoint: () => log.readCheckpoint(),
       writeCheckpoint: (checkpoint, by) => log.writeCheckpoint(checkpoint, by),
+      sessionRecords: log.sessionRecords,
       close: () => log.close(),
     },
   };

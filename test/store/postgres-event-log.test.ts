@@ -1,10 +1,12 @@
 import { NEVER } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreSchemaTooNewError, VersionConflictError } from '../../src/store/errors.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openEventLog } from '../../src/store/open-event-log.js';
 import { createResourceStore } from '../../src/store/resource-store.js';
 import { asResourceVersion, asSeq, type EventLog, type ResourceStore } from '../../src/store/types.js';
 import { eventLogContract } from './event-log-contract.js';
+import { sessionRecordsContract } from './session-records-contract.js';
 import { dataplane, dataplaneKey, mesh, meshKey } from './fixtures.js';
 import { sql, startTestPostgres, type TestPostgres } from './test-postgres.js';
 
@@ -22,10 +24,13 @@ afterAll(async () => {
   await postgres?.stop();
 });
 
-eventLogContract('SqlEventLog on Postgres', async () => {
-  await sql(url, 'TRUNCATE events, resources, checkpoints, checkpoint_resources');
+async function freshLog() {
+  await sql(url, 'TRUNCATE events, resources, checkpoints, checkpoint_resources, instances, session_records');
   return openEventLog(url, { instance: 'contract' });
-});
+}
+
+eventLogContract('SqlEventLog on Postgres', freshLog);
+sessionRecordsContract('SqlEventLog on Postgres', freshLog);
 
 describe('SqlEventLog on Postgres', () => {
   const opened: { close(): Promise<void> }[] = [];
@@ -51,10 +56,9 @@ describe('SqlEventLog on Postgres', () => {
     const database = await postgres.newDatabase();
     const logs = await Promise.all(['one', 'two', 'three', 'four'].map((instance) => open(database, instance)));
     expect(logs).toHaveLength(4);
-    expect(await sql(database, 'SELECT version, name FROM schema_migrations ORDER BY version')).toEqual([
-      { version: 1, name: 'events and resource heads' },
-      { version: 2, name: 'checkpoints' },
-    ]);
+    expect(await sql(database, 'SELECT version, name FROM schema_migrations ORDER BY version')).toEqual(
+      MIGRATIONS.map(({ version, name }) => ({ version, name })),
+    );
   });
 
   it('refuses a database migrated by a newer Chancery', async () => {
@@ -63,7 +67,7 @@ describe('SqlEventLog on Postgres', () => {
     await sql(database, "INSERT INTO schema_migrations (version, name) VALUES (99, 'from the future')");
     const attempt = openEventLog(database, { instance: 'old' });
     await expect(attempt).rejects.toBeInstanceOf(StoreSchemaTooNewError);
-    await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_STORE_SCHEMA_TOO_NEW', found: 99, known: 2 });
+    await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_STORE_SCHEMA_TOO_NEW', found: 99, known: MIGRATIONS.at(-1)!.version });
   });
 
   it('keeps resources and history across a restart: a new store on the same database finds them', async () => {

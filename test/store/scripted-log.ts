@@ -25,6 +25,10 @@ export class ScriptedLog implements EventLog {
     this.wakeups = options.loseWakeups === true ? NEVER : this.inner.wakeups;
   }
 
+  get sessionRecords(): EventLog['sessionRecords'] {
+    return this.inner.sessionRecords;
+  }
+
   /** Holds every read's answer until the returned function is called. */
   hold(): () => void {
     let release!: () => void;
