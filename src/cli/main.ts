@@ -8,14 +8,15 @@ import { getCommand } from './commands/get-command.js';
 import { historyCommand } from './commands/history-command.js';
 import { inspectCommand } from './commands/inspect-command.js';
 import { runCommand } from './commands/run-command.js';
+import { statechartCommand } from './commands/statechart-command.js';
 import { UsageError } from './errors.js';
 import { EXIT, reportError } from './report-error.js';
 
-const COMMANDS: readonly Command[] = [runCommand, applyCommand, getCommand, deleteCommand, historyCommand, inspectCommand];
+const COMMANDS: readonly Command[] = [runCommand, applyCommand, getCommand, deleteCommand, historyCommand, inspectCommand, statechartCommand];
 
 const OVERVIEW = `Usage: chancery COMMAND [options]
 
-${COMMANDS.map((command) => `  ${command.name.padEnd(9)}${command.summary}`).join('\n')}
+${COMMANDS.map((command) => `  ${command.name.padEnd(12)}${command.summary}`).join('\n')}
 
 'chancery COMMAND --help' shows a command's options.
 `;

@@ -1,0 +1,26 @@
+import type { FastifyInstance } from 'fastify';
+import { isStatechartFormat, renderStatechart, STATECHART_FORMATS, type StatechartFormat } from '../machines/statechart-formats.js';
+import { InvalidQueryError } from './errors.js';
+import { onlyKnown, type Query, single } from './query-params.js';
+
+const CONTENT_TYPE: Readonly<Record<StatechartFormat, string>> = {
+  json: 'application/json; charset=utf-8',
+  mermaid: 'text/vnd.mermaid; charset=utf-8',
+  dot: 'text/vnd.graphviz; charset=utf-8',
+  svg: 'image/svg+xml; charset=utf-8',
+};
+
+/**
+ * The session state chart (issue 5), generated from the machine: `GET /statechart?format=`
+ * json (the default), mermaid, dot or svg.
+ */
+export function registerStatechartRoutes(app: FastifyInstance): void {
+  app.get<{ Querystring: Query }>('/statechart', async (request, reply) => {
+    onlyKnown(request.query, ['format']);
+    const format = single(request.query, 'format') ?? 'json';
+    if (!isStatechartFormat(format)) {
+      throw new InvalidQueryError('format', `format must be one of ${STATECHART_FORMATS.join(', ')}; got ${format}`);
+    }
+    return reply.type(CONTENT_TYPE[format]).send(await renderStatechart(format));
+  });
+}

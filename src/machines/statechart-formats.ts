@@ -1,0 +1,217 @@
+import { instance, type Viz } from '@viz-js/viz';
+import { initialTransition } from 'xstate';
+import { DEFAULTS } from '../control-plane-options.js';
+import { sessionMachine } from './session-machine.js';
+import { type ChartState, type ChartTransition, chartOf, type Statechart } from './statechart.js';
+
+/** Every format the session chart can be exported in; `json` is the `Statechart` model itself. */
+export const STATECHART_FORMATS = ['mermaid', 'dot', 'svg', 'json'] as const;
+export type StatechartFormat = (typeof STATECHART_FORMATS)[number];
+
+/** A session's input, for the delays that read its context (the eviction grace). */
+const DELAY_INPUT = { node: 'default.chart', evictionGrace: DEFAULTS.evictionGrace };
+let sessionChart: Statechart | undefined;
+let viz: Promise<Viz> | undefined;
+const rendered = new Map<StatechartFormat, Promise<string>>();
+
+export function isStatechartFormat(text: string): text is StatechartFormat {
+  return (STATECHART_FORMATS as readonly string[]).includes(text);
+}
+
+/** How a transition reads on an edge: `stream.opened [validNode]`, `after 10000ms (evictionGrace)`. */
+function transitionLabel(transition: ChartTransition): string {
+  const { trigger, guard } = transition;
+  const on =
+    trigger.kind === 'event'
+      ? trigger.event
+      : trigger.kind === 'always'
+        ? 'always'
+        : trigger.ms === undefined
+          ? `after ${trigger.delay}`
+          : `after ${trigger.ms}ms${typeof trigger.delay === 'string' ? ` (${trigger.delay})` : ''}`;
+  return guard === undefined ? on : `${on} [${guard}]`;
+}
+
+/**
+ * The chart as a Mermaid `stateDiagram-v2`. A transition that stays in its state without
+ * re-entering it is written inside the state (`serving : xds.acked [currentStream]`), as UML
+ * draws internal transitions, rather than as a self-loop.
+ */
+export function toMermaid(chart: Statechart): string {
+  const lines = ['stateDiagram-v2', '  direction LR'];
+  const write = (parent: string | undefined, indent: string): void => {
+    const children = childrenOf(chart, parent);
+    const start = initialIn(chart, parent);
+    // Names first: a state Mermaid meets in an edge before its declaration keeps its id as its name.
+    for (const state of children) if (mermaidId(state.id) !== state.key) lines.push(`${indent}state "${state.key}" as ${mermaidId(state.id)}`);
+    if (start !== undefined) lines.push(`${indent}[*] --> ${mermaidId(start)}`);
+    children.forEach((state, index) => {
+      // Regions of a parallel state are separated by `--`.
+      if (index > 0 && isParallel(chart, parent)) lines.push(`${indent}--`);
+      const id = mermaidId(state.id);
+      if (isComposite(state)) {
+        lines.push(`${indent}state ${id} {`);
+        write(state.id, `${indent}  `);
+        lines.push(`${indent}}`);
+      }
+      for (const transition of transitionsFrom(chart, state)) {
+        const label = mermaidText(transitionLabel(transition));
+        if (transition.targets.length === 0) lines.push(`${indent}${id} : ${label}`);
+        for (const target of transition.targets) lines.push(`${indent}${id} --> ${mermaidId(target)} : ${label}`);
+      }
+      if (state.type === 'final') lines.push(`${indent}${id} --> [*]`);
+    });
+  };
+  write(undefined, '  ');
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The chart as Graphviz DOT. Each state is a node whose id is the state's id (`serving`), so
+ * its SVG group carries `<title>serving</title>`; a compound state is a cluster around its
+ * children; the final state has a double border. Internal transitions are listed inside the
+ * state's box, below its name.
+ */
+export function toDot(chart: Statechart): string {
+  const lines = [
+    `digraph ${dotId(chart.id)} {`,
+    '  graph [rankdir=LR, compound=true, fontname="Helvetica", fontsize=11];',
+    '  node [shape=box, style=rounded, fontname="Helvetica", fontsize=11];',
+    '  edge [fontname="Helvetica", fontsize=9];',
+  ];
+  const write = (parent: string | undefined, indent: string): void => {
+    const start = initialIn(chart, parent);
+    if (start !== undefined) {
+      const pseudo = parent === undefined ? '__initial__' : `__initial__.${parent}`;
+      lines.push(`${indent}${dotId(pseudo)} [shape=point, width=0.12, label=""];`);
+      lines.push(`${indent}${dotEdge(chart, pseudo, start)}`);
+    }
+    for (const state of childrenOf(chart, parent)) {
+      if (isComposite(state)) {
+        lines.push(`${indent}subgraph ${dotId(`cluster_${state.id}`)} {`, `${indent}  label=${dotId(state.key)}; style=rounded;`);
+        write(state.id, `${indent}  `);
+        lines.push(`${indent}}`);
+        continue;
+      }
+      const internal = transitionsFrom(chart, state).filter((transition) => transition.targets.length === 0);
+      const final = state.type === 'final' ? ', peripheries=2' : '';
+      lines.push(`${indent}${dotId(state.id)} [label=${nodeLabel(state, internal)}${final}];`);
+    }
+  };
+  write(undefined, '  ');
+  for (const transition of chart.transitions) {
+    for (const target of transition.targets) {
+      lines.push(`  ${dotEdge(chart, transition.source, target, transitionLabel(transition))}`);
+    }
+  }
+  lines.push('}');
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The session chart, its delays shown at their defaults (`chancery run --eviction-grace`):
+ * walked from `sessionMachine` once, on first use.
+ */
+export function sessionStatechart(): Statechart {
+  sessionChart ??= chartOf(sessionMachine, { context: initialTransition(sessionMachine, DELAY_INPUT)[0].context });
+  return sessionChart;
+}
+
+/**
+ * The session chart in `format`. SVG is the DOT rendering laid out by Graphviz compiled to
+ * WebAssembly, in process: no network, no browser. Each format is rendered once.
+ *
+ * @example
+ * process.stdout.write(await renderStatechart('mermaid'));
+ */
+export function renderStatechart(format: StatechartFormat): Promise<string> {
+  let text = rendered.get(format);
+  if (text === undefined) {
+    text = render(format);
+    rendered.set(format, text);
+    // A failed rendering (a Graphviz bug) is tried again next time rather than remembered.
+    text.catch(() => rendered.delete(format));
+  }
+  return text;
+}
+
+async function render(format: StatechartFormat): Promise<string> {
+  const chart = sessionStatechart();
+  switch (format) {
+    case 'json':
+      return `${JSON.stringify(chart, null, 2)}\n`;
+    case 'mermaid':
+      return toMermaid(chart);
+    case 'dot':
+      return toDot(chart);
+    case 'svg':
+      viz ??= instance();
+      return (await viz).renderString(toDot(chart), { format: 'svg' });
+  }
+}
+
+/** A node's label: its name, and below a rule the transitions it handles without leaving. */
+function nodeLabel(state: ChartState, internal: readonly ChartTransition[]): string {
+  if (internal.length === 0) return dotId(state.key);
+  const rows = internal.map((transition) => `<tr><td align="left">${html(transitionLabel(transition))}</td></tr>`).join('');
+  return `<<table border="0" cellborder="0" cellspacing="0" cellpadding="2"><tr><td><b>${html(state.key)}</b></td></tr><hr/>${rows}</table>>`;
+}
+
+/** A DOT edge; one to or from a cluster is drawn to its initial leaf and clipped at its border. */
+function dotEdge(chart: Statechart, from: string, to: string, label?: string): string {
+  const tail = leafOf(chart, from);
+  const head = leafOf(chart, to);
+  const attributes = [
+    ...(label === undefined ? [] : [`label=${dotId(label)}`]),
+    ...(tail === from ? [] : [`ltail=${dotId(`cluster_${from}`)}`]),
+    ...(head === to ? [] : [`lhead=${dotId(`cluster_${to}`)}`]),
+  ];
+  return `${dotId(tail)} -> ${dotId(head)}${attributes.length === 0 ? '' : ` [${attributes.join(', ')}]`};`;
+}
+
+/** The state an edge to `id` is drawn to: `id` itself, or the leaf a compound state starts in. */
+function leafOf(chart: Statechart, id: string): string {
+  const state = chart.states.find((candidate) => candidate.id === id);
+  if (state === undefined || !isComposite(state)) return id;
+  const first = state.initial ?? childrenOf(chart, id)[0]?.id;
+  return first === undefined ? id : leafOf(chart, first);
+}
+
+/** Where `parent` (the whole chart when undefined) starts; a parallel state has no one start. */
+function initialIn(chart: Statechart, parent: string | undefined): string | undefined {
+  return parent === undefined ? chart.initial : chart.states.find((state) => state.id === parent)?.initial;
+}
+
+function isComposite(state: ChartState): boolean {
+  return state.type === 'compound' || state.type === 'parallel';
+}
+
+function childrenOf(chart: Statechart, parent: string | undefined): ChartState[] {
+  return chart.states.filter((state) => state.parent === parent);
+}
+
+function transitionsFrom(chart: Statechart, state: ChartState): ChartTransition[] {
+  return chart.transitions.filter((transition) => transition.source === state.id);
+}
+
+function isParallel(chart: Statechart, id: string | undefined): boolean {
+  return id !== undefined && chart.states.some((state) => state.id === id && state.type === 'parallel');
+}
+
+/** Mermaid state ids are word characters; others become `_` and the key is shown as the label. */
+function mermaidId(id: string): string {
+  return id.replace(/\W/g, '_');
+}
+
+/** Mermaid ends a statement at `;` and reads `#` as the start of an entity. */
+function mermaidText(text: string): string {
+  return text.replace(/#/g, '#35;').replace(/;/g, '#59;');
+}
+
+function dotId(text: string): string {
+  return `"${text.replace(/["\\]/g, '\\$&')}"`;
+}
+
+function html(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}

@@ -1,0 +1,123 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { SessionHistory } from '../../src/api/session-history-routes.js';
+import type { TransitionRecord } from '../../src/machines/session-view.js';
+import { CLUSTER } from '../../src/xds/type-urls.js';
+import { runCli } from '../cli/cli-harness.js';
+import { AdsStream } from '../support/ads-client.js';
+import { startHarness, type Harness } from '../support/harness.js';
+import { BACKEND, envoyDataplane, sessionIn, settle } from '../xds/fixtures.js';
+
+const NODE = 'default.web-1';
+const REJECTED = 'cluster backend: lb_policy RING_HASH needs a hash policy';
+
+let harness: Harness;
+let stream: AdsStream;
+beforeEach(async () => {
+  harness = await startHarness({ evictionGrace: 10_000 });
+  await harness.cp.apply(BACKEND);
+  await harness.cp.apply(envoyDataplane('web-1'));
+  stream = AdsStream.open(harness.xds);
+});
+afterEach(async () => {
+  stream.close();
+  await harness.stop();
+});
+
+async function getHistory(node: string): Promise<{ status: number; body: SessionHistory & Record<string, unknown> }> {
+  const response = await fetch(`http://${harness.api}/sessions/${encodeURIComponent(node)}/history`);
+  return { status: response.status, body: (await response.json()) as SessionHistory & Record<string, unknown> };
+}
+
+const steps = (transitions: readonly TransitionRecord[]) => transitions.map(({ event, from, to }) => ({ event, from, to }));
+
+/** Connects as Envoy, is served CDS, NACKs it, then goes away. */
+async function scriptedSession() {
+  stream.send({ typeUrl: CLUSTER, nodeId: NODE });
+  const clusters = await stream.nextResponse();
+  stream.send({ typeUrl: CLUSTER, versionInfo: '', responseNonce: clusters.nonce, errorDetail: { code: 3, message: REJECTED } });
+  await settle(stream);
+  const disconnected = sessionIn(harness.cp, NODE, 'disconnected');
+  stream.close();
+  await disconnected;
+  return clusters;
+}
+
+describe('GET /sessions/{node}/history', () => {
+  it('shows the exact path a session took through the chart, with the NACK and its message', async () => {
+    const clusters = await scriptedSession();
+
+    const { status, body } = await getHistory(NODE);
+    expect(status).toBe(200);
+    expect(Object.keys(body).sort()).toEqual(['instance', 'node', 'state', 'transitions']);
+    expect(body).toMatchObject({ node: NODE, instance: 'test', state: 'disconnected' });
+    expect(steps(body.transitions)).toEqual([
+      { event: 'stream.opened', from: 'connecting', to: 'awaiting-snapshot' },
+      { event: 'snapshot.generated', from: 'awaiting-snapshot', to: 'serving' },
+      { event: 'xds.nacked', from: 'serving', to: 'serving' },
+      { event: 'stream.closed', from: 'serving', to: 'disconnected' },
+    ]);
+    const [opened, generated, nacked, closed] = body.transitions;
+    expect(opened?.detail).toEqual({ stream: expect.any(String), peer: expect.any(String), typeUrl: CLUSTER });
+    expect(generated?.detail).toEqual({ revision: harness.cp.store.projection.revision, resources: expect.any(Number) });
+    expect(generated?.detail?.resources).toBeGreaterThan(0);
+    expect(nacked?.detail).toEqual({ typeUrl: CLUSTER, version: clusters.versionInfo, nonce: clusters.nonce, message: REJECTED });
+    expect(closed?.detail?.stream).toBe(opened?.detail?.stream);
+    const times = body.transitions.map((transition) => Date.parse(transition.at));
+    expect(times.every((time, index) => Number.isFinite(time) && time >= (times[index - 1] ?? 0))).toBe(true);
+  });
+
+  it('ends the story with eviction once the grace passes, after which the node has no session here', async () => {
+    await scriptedSession();
+    const evicted = sessionIn(harness.cp, NODE, 'evicted');
+    harness.clock.increment(10_000);
+    const last = await evicted;
+
+    expect(steps(last.transitions).slice(-2)).toEqual([
+      { event: 'stream.closed', from: 'serving', to: 'disconnected' },
+      { event: 'xstate.after.evictionGrace.session.disconnected', from: 'disconnected', to: 'evicted' },
+    ]);
+    const { status, body } = await getHistory(NODE);
+    expect(status).toBe(404);
+    expect(body).toMatchObject({ code: 'CHANCERY_API_SESSION_NOT_FOUND', field: 'node' });
+  });
+
+  it('continues on the node’s next stream, which names the version it already holds', async () => {
+    const clusters = await scriptedSession();
+    const again = AdsStream.open(harness.xds);
+    try {
+      const serving = sessionIn(harness.cp, NODE, 'serving');
+      again.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: clusters.versionInfo });
+      await serving;
+      const { body } = await getHistory(NODE);
+      expect(steps(body.transitions).slice(-3)).toEqual([
+        { event: 'stream.closed', from: 'serving', to: 'disconnected' },
+        { event: 'stream.opened', from: 'disconnected', to: 'awaiting-snapshot' },
+        { event: 'snapshot.generated', from: 'awaiting-snapshot', to: 'serving' },
+      ]);
+      expect(body.transitions.at(-2)?.detail).toMatchObject({ typeUrl: CLUSTER, version: clusters.versionInfo });
+    } finally {
+      again.close();
+    }
+  });
+
+  it('is what chancery inspect NODE prints as a timeline, NACK message included', async () => {
+    await scriptedSession();
+    const { code, stdout } = await runCli(['inspect', NODE], { env: { CHANCERY_API_ADDRESS: harness.api } });
+    expect(code).toBe(0);
+    const timeline = stdout.slice(stdout.indexOf('Transitions (oldest first):')).split('\n').slice(1, 5);
+    expect(timeline.map((line) => line.split(/ {2}/).slice(2, 4))).toEqual([
+      ['connecting → awaiting-snapshot', 'on stream.opened'],
+      ['awaiting-snapshot → serving', 'on snapshot.generated'],
+      ['serving', 'on xds.nacked'],
+      ['serving → disconnected', 'on stream.closed'],
+    ]);
+    expect(timeline[2]).toContain(`message=${REJECTED}`);
+  });
+
+  it('answers 404 naming the node when it has no session here', async () => {
+    const { status, body } = await getHistory('default.nobody');
+    expect(status).toBe(404);
+    expect(body).toMatchObject({ code: 'CHANCERY_API_SESSION_NOT_FOUND', field: 'node' });
+    expect(body.reason).toContain('default.nobody');
+  });
+});
