@@ -22,6 +22,11 @@ export function parsePositiveDuration(text: string): number {
   return ms;
 }
 
+/** `off`, or a duration longer than 0 (`30m`). */
+export function parseOptionalDuration(text: string): number | 'off' {
+  return text.trim() === 'off' ? 'off' : parsePositiveDuration(text);
+}
+
 const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 
 /** `host:port` (`[::1]:5681` for IPv6); port 0 lets the OS choose. Returned as given. */

@@ -1,9 +1,10 @@
 import type { Subscription } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SessionState } from '../../src/index.js';
-import { type EchoBackend, type EchoClient, type EchoReply, startEchoBackend } from '../support/echo-backend.js';
+import { type EchoBackend, type EchoClient, startEchoBackend } from '../support/echo-backend.js';
 import { backendDataplane, clientDataplane, type Harness, startHarness } from '../support/harness.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { eventually, pause, RPC_DEADLINE_MS, tally, Traffic } from '../support/traffic.js';
 import { createXdsEchoClient } from '../support/xds-client.js';
 
 /**
@@ -15,10 +16,6 @@ import { createXdsEchoClient } from '../support/xds-client.js';
  */
 
 const NODE = 'default.client';
-/** Every RPC's deadline: long enough for a first call that waits for xDS resolution. */
-const RPC_DEADLINE_MS = 10_000;
-/** How often a condition that is not an RPC result is re-checked before giving up. */
-const POLL_ATTEMPTS = 500;
 
 let harness: Harness;
 const cleanups: Array<() => unknown> = [];
@@ -54,70 +51,6 @@ function xdsClient(service: string, xdsServer = harness.xds): EchoClient {
 
 const register = (b: EchoBackend, service = 'backend') => harness.cp.apply(backendDataplane(b.name, b.port, service));
 const deregister = (name: string) => harness.cp.delete({ type: 'Dataplane', mesh: 'default', name });
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Every RPC a test made, who served it, and every failure with its message. */
-class Traffic {
-  readonly servedBy: string[] = [];
-  readonly failures: string[] = [];
-
-  constructor(readonly client: EchoClient) {}
-
-  get completed(): number {
-    return this.servedBy.length + this.failures.length;
-  }
-
-  /** One RPC; a failure is recorded, not thrown, so a test counts them all. */
-  async call(): Promise<EchoReply | undefined> {
-    try {
-      const reply = await this.client.echo(RPC_DEADLINE_MS);
-      this.servedBy.push(reply.servedBy);
-      return reply;
-    } catch (error) {
-      this.failures.push(String(error));
-      return undefined;
-    }
-  }
-
-  /** `count` sequential RPCs; returns who served each. */
-  async calls(count: number): Promise<string[]> {
-    const served: string[] = [];
-    for (let i = 0; i < count; i++) served.push((await this.call())?.servedBy ?? 'failed');
-    return served;
-  }
-
-  /** Makes RPCs until `condition` holds on the last `window` results, at most `attempts` RPCs, `pauseMs` apart. */
-  async until(
-    what: string,
-    condition: (recent: string[]) => boolean,
-    { attempts = 300, window = 1, pauseMs = 0 } = {},
-  ): Promise<void> {
-    const recent: string[] = [];
-    for (let attempt = 0; attempt < attempts; attempt++) {
-      recent.push((await this.call())?.servedBy ?? 'failed');
-      if (recent.length > window) recent.shift();
-      if (recent.length === window && condition(recent)) return;
-      // Spreads a bounded number of RPCs over a wait that is the client's or the network's.
-      if (pauseMs > 0) await pause(pauseMs);
-    }
-    throw new Error(`no ${what} after ${attempts} RPCs; failures: ${this.failures.slice(0, 3).join(' | ') || 'none'}`);
-  }
-}
-
-function tally(served: readonly string[]): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const name of served) counts[name] = (counts[name] ?? 0) + 1;
-  return counts;
-}
-
-/** Re-checks a condition on Chancery's side after a short pause, a bounded number of times. */
-async function eventually(what: string, condition: () => boolean): Promise<void> {
-  for (let attempt = 0; attempt < POLL_ATTEMPTS; attempt++) {
-    if (condition()) return;
-    await pause(10);
-  }
-  throw new Error(`no ${what} after ${POLL_ATTEMPTS} checks`);
-}
 
 /** The names of what Chancery last sent the client node of one type, on its current stream. */
 function lastSentNames(type: 'LDS' | 'RDS' | 'CDS' | 'EDS'): string[] {

@@ -9,6 +9,8 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 export interface ChanceryProcess {
   /** `http://127.0.0.1:<port>` of its HTTP API, from its start line. */
   readonly url: string;
+  /** `127.0.0.1:<port>` of its xDS server, from its start line. */
+  readonly xds: string;
   /** Everything it printed so far, for failure messages. */
   output(): string;
   /** Sends SIGTERM; resolves with the exit code once it has exited. */
@@ -43,17 +45,18 @@ export async function startChancery(args: readonly string[]): Promise<ChanceryPr
 
   let output = '';
   child.stderr!.setEncoding('utf8').on('data', (text: string) => (output += text));
-  const started = new Promise<string>((resolve, reject) => {
+  const started = new Promise<{ api: string; xds: string }>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       output += `${line}\n`;
       const entry = parseLine(line);
-      if (entry?.['msg'] === 'chancery started') resolve(String(entry['api']));
+      if (entry?.['msg'] === 'chancery started') resolve({ api: String(entry['api']), xds: String(entry['xds']) });
     });
     void exited.then(({ code, signal }) => reject(new Error(`chancery run exited (${code ?? signal}) before it started:\n${output}`)));
   });
-  const api = await started;
+  const { api, xds } = await started;
   return {
     url: `http://${api}`,
+    xds,
     output: () => output,
     async stop() {
       child.kill('SIGTERM');

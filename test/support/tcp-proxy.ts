@@ -19,6 +19,8 @@ export interface TcpProxy {
   readonly perTarget: readonly number[];
   /** Destroys every open client and upstream socket at once; the listener keeps accepting. */
   cutAll(): void;
+  /** New connections go to these targets from now on (a scale-out or a removal); open ones stay. */
+  setTargets(targets: readonly string[]): void;
   /** Stops accepting, cuts everything, and resolves once the listener is closed. */
   close(): Promise<void>;
 }
@@ -26,7 +28,7 @@ export interface TcpProxy {
 /** Starts a proxy on a port the OS chooses; `targets` are `host:port`, used round robin. */
 export async function startTcpProxy(targets: readonly string[]): Promise<TcpProxy> {
   if (targets.length === 0) throw new Error('a TCP proxy needs at least one target');
-  const upstreams = targets.map(parseTarget);
+  let upstreams = targets.map(parseTarget);
   const sockets = new Set<Socket>();
   const perTarget = upstreams.map(() => 0);
   let connections = 0;
@@ -40,8 +42,8 @@ export async function startTcpProxy(targets: readonly string[]): Promise<TcpProx
   };
 
   const server = createServer((client) => {
-    const index = next;
-    next = (next + 1) % upstreams.length;
+    const index = next % upstreams.length;
+    next = (index + 1) % upstreams.length;
     const target = upstreams[index]!;
     connections += 1;
     perTarget[index] = (perTarget[index] ?? 0) + 1;
@@ -94,6 +96,11 @@ export async function startTcpProxy(targets: readonly string[]): Promise<TcpProx
     cutAll() {
       cuts += 1;
       destroyAll();
+    },
+    setTargets(replacement) {
+      if (replacement.length === 0) throw new Error('a TCP proxy needs at least one target');
+      upstreams = replacement.map(parseTarget);
+      while (perTarget.length < upstreams.length) perTarget.push(0);
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -1,0 +1,79 @@
+import type { Logger } from 'pino';
+import type { SessionView } from '../machines/session-view.js';
+import type { InstanceRecord, SessionRecordInput, SessionRecords } from '../store/session-records.js';
+
+/** Transitions kept in a node's record: enough to continue its story on another instance. */
+const RECORDED_TRANSITIONS = 10;
+
+export interface SessionRecorderOptions {
+  readonly records: SessionRecords;
+  /** This instance as other instances see it; its addresses are known once it listens. */
+  readonly instance: () => Omit<InstanceRecord, 'seenAt'>;
+  /** This instance's sessions now. */
+  readonly sessions: { get(node: string): SessionView | undefined; nodes(): Iterable<string> };
+  /** An instance not seen for this long is dead, and its records expire. */
+  readonly ttl: number;
+  readonly logger: Logger;
+}
+
+/**
+ * Saves this instance's sessions in the store for the rest of the fleet (issue 4): sessions
+ * that changed are marked with `touched`, and `flush` saves them all in one batch with the
+ * instance's heartbeat, so a fleet of ACKs costs one write per interval, never one per ACK.
+ * Each flush also expires instances that stopped saving.
+ */
+export class SessionRecorder {
+  readonly #options: SessionRecorderOptions;
+  #dirty = new Set<string>();
+  #flushing: Promise<void> | undefined;
+
+  constructor(options: SessionRecorderOptions) {
+    this.#options = options;
+  }
+
+  /** The node's session changed (or ended): its record is saved with the next flush. */
+  touched(node: string): void {
+    this.#dirty.add(node);
+  }
+
+  /** Saves what changed since the last flush; a flush asked for while one runs joins it. */
+  flush(): Promise<void> {
+    this.#flushing ??= this.#save().finally(() => (this.#flushing = undefined));
+    return this.#flushing;
+  }
+
+  /** Removes this instance and its records: it stops cleanly, and its nodes go elsewhere. */
+  async leave(): Promise<void> {
+    await this.#flushing;
+    await this.#options.records.leave(this.#options.instance().id);
+  }
+
+  async #save(): Promise<void> {
+    const { records, sessions, ttl, logger } = this.#options;
+    const nodes = this.#dirty;
+    this.#dirty = new Set();
+    const upserts: SessionRecordInput[] = [];
+    const removals: string[] = [];
+    for (const node of nodes) {
+      const view = sessions.get(node);
+      if (view) upserts.push(recordOf(view));
+      else removals.push(node);
+    }
+    try {
+      const joined = await records.save({ instance: this.#options.instance(), upserts, removals });
+      // New to the store (first save, or expired while it could not save): others may have
+      // dropped its records, so every session it has is saved again.
+      if (joined) for (const node of sessions.nodes()) this.#dirty.add(node);
+      const expired = await records.expire(ttl);
+      if (expired > 0) logger.info({ instances: expired, ttl }, 'expired the session records of instances that stopped saving');
+    } catch (error) {
+      for (const node of nodes) this.#dirty.add(node);
+      logger.warn({ err: error, records: nodes.size }, 'saving session records failed; retrying with the next flush');
+    }
+  }
+}
+
+function recordOf(view: SessionView): SessionRecordInput {
+  const body: SessionView = { ...view, transitions: view.transitions.slice(-RECORDED_TRANSITIONS) };
+  return { node: view.node, state: view.state, since: view.stream?.openedAt ?? new Date().toISOString(), body };
+}

@@ -1,0 +1,157 @@
+import { pino } from 'pino';
+import { Subject } from 'rxjs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { SimulatedClock } from 'xstate';
+import { createControlPlane, type ControlPlane } from '../../src/index.js';
+import { MemoryEventLog } from '../../src/store/memory-event-log.js';
+import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import { AdsStream } from '../support/ads-client.js';
+import { backendDataplane } from '../support/harness.js';
+import { eventually } from '../support/traffic.js';
+import { envoyDataplane, namesOf, sessionIn } from '../xds/fixtures.js';
+
+/**
+ * Two instances in one process sharing one store (a MemoryEventLog: its change feed and its
+ * session records are shared as Postgres's would be), each with its own xDS server on
+ * loopback, record ticks driven by hand and session timers on a simulated clock.
+ */
+
+const NODE = 'default.web-1';
+
+interface Instance {
+  readonly cp: ControlPlane;
+  readonly clock: SimulatedClock;
+  readonly save: Subject<void>;
+}
+
+const running: ControlPlane[] = [];
+const streams: AdsStream[] = [];
+
+afterEach(async () => {
+  for (const stream of streams.splice(0)) stream.close();
+  for (const cp of running.splice(0)) await cp.stop();
+});
+
+async function instance(log: MemoryEventLog, id: string): Promise<Instance> {
+  const clock = new SimulatedClock();
+  const save = new Subject<void>();
+  const cp = createControlPlane({
+    xdsAddress: '127.0.0.1:0',
+    apiAddress: false,
+    store: log,
+    instanceId: id,
+    logger: pino({ level: 'silent' }),
+    watchdog: new Subject(),
+    recordTicks: save,
+    clock,
+  });
+  await cp.start();
+  running.push(cp);
+  return { cp, clock, save };
+}
+
+/** Connects as Envoy does (CDS, EDS, LDS, each ACKed) straight to one instance. */
+async function envoy(target: Instance): Promise<AdsStream> {
+  const stream = AdsStream.open(target.cp.addresses.xds);
+  streams.push(stream);
+  stream.send({ typeUrl: CLUSTER, nodeId: NODE });
+  stream.ack(await stream.nextResponse());
+  stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
+  stream.ack(await stream.nextResponse(), ['backend']);
+  stream.send({ typeUrl: LISTENER });
+  stream.ack(await stream.nextResponse());
+  await sessionIn(target.cp, NODE, 'serving');
+  return stream;
+}
+
+async function twoInstances() {
+  const log = new MemoryEventLog();
+  const a = await instance(log, 'a');
+  const b = await instance(log, 'b');
+  await a.cp.apply(backendDataplane('backend-1', 10001));
+  await a.cp.apply(envoyDataplane('web-1'));
+  return { log, a, b };
+}
+
+/** Emits a record tick on each instance and waits until `condition` holds on `reader`'s fleet view. */
+async function saved(reader: Instance, writers: readonly Instance[], what: string, condition: (fleet: Awaited<ReturnType<ControlPlane['fleetSessions']>>) => boolean) {
+  await eventually(what, async () => {
+    for (const writer of writers) writer.save.next();
+    return condition(await reader.cp.fleetSessions());
+  });
+}
+
+describe('session records: every instance sees which instance serves which node', () => {
+  it('shows a node served by A in B’s fleet view, with A as its instance and what it ACKed', async () => {
+    const { a, b } = await twoInstances();
+    await envoy(a);
+    await eventually('the LDS ACK at A', () => a.cp.session(NODE)!.types['LDS']!.acked !== undefined);
+    const live = a.cp.session(NODE)!;
+
+    await saved(b, [a], 'A’s record of the ACKs', (fleet) => fleet.some((s) => s.node === NODE && s.types['LDS']?.acked !== undefined));
+    const [seen] = (await b.cp.fleetSessions()).filter((s) => s.node === NODE);
+    expect(seen).toMatchObject({ node: NODE, instance: 'a', state: 'serving', revision: live.revision, stream: live.stream });
+    expect(seen!.recordedAt).toEqual(expect.any(String));
+    for (const type of ['CDS', 'EDS', 'LDS']) expect(seen!.types[type]!.acked!.version).toBe(live.types[type]!.acked!.version);
+    expect(seen!.transitions.map((t) => t.to)).toEqual(['awaiting-snapshot', 'serving']);
+    expect((await b.cp.instances()).map((i) => [i.id, i.xds])).toEqual([
+      ['a', a.cp.addresses.xds],
+      ['b', b.cp.addresses.xds],
+    ]);
+  });
+
+  it('saves in batches: many ACKs between two ticks are one save', async () => {
+    const { log, a, b } = await twoInstances();
+    const save = vi.spyOn(log.sessionRecords, 'save');
+    const stream = await envoy(a);
+    // Twenty changes, each pushed to the node and ACKed by it.
+    for (let port = 10_002; port < 10_022; port++) {
+      await a.cp.apply(backendDataplane(`backend-${port}`, port));
+      stream.ack(await stream.nextResponse(), ['backend']);
+    }
+    expect(save).not.toHaveBeenCalled();
+
+    a.save.next();
+    await eventually('the save', () => save.mock.calls.length === 1);
+    expect(save.mock.calls[0]![0].upserts.map((record) => record.node)).toEqual([NODE]);
+    const [seen] = await b.cp.fleetSessions(NODE);
+    expect(seen!.types['EDS']!.acked!.version).toBe(a.cp.session(NODE)!.types['EDS']!.acked!.version);
+  });
+
+  it('serves one node on two instances at once, and the old stream’s teardown does not touch the new one', async () => {
+    const { a, b } = await twoInstances();
+    const old = await envoy(a);
+    // The node reconnects to B before A has noticed its old connection is dead.
+    const current = await envoy(b);
+    for (const stream of [old, current]) {
+      expect(namesOf(stream.responses.find((r) => r.typeUrl === CLUSTER)!)).toEqual(['backend', 'localhost:9002']);
+      expect(namesOf(stream.responses.find((r) => r.typeUrl === LISTENER)!)).toEqual(['inbound:127.0.0.1:10002', 'outbound:127.0.0.1:20001']);
+    }
+    await saved(b, [a, b], 'the node on both instances', (fleet) => fleet.filter((s) => s.node === NODE).length === 2);
+
+    // A notices the dead stream at last, and evicts the session after its grace.
+    old.close();
+    await sessionIn(a.cp, NODE, 'disconnected');
+    a.clock.increment(10_000);
+    await eventually('A’s eviction', () => a.cp.session(NODE) === undefined);
+    await saved(b, [a, b], 'A’s record removed', (fleet) => fleet.filter((s) => s.node === NODE).length === 1);
+
+    expect((await a.cp.fleetSessions(NODE)).map((s) => [s.instance, s.state])).toEqual([['b', 'serving']]);
+    // B still serves the node: a change reaches it on the new stream.
+    const before = current.responses.length;
+    await a.cp.apply(backendDataplane('backend-2', 10002));
+    const pushed = await current.nextResponse(before + 1);
+    expect(pushed.typeUrl).toBe(ENDPOINT);
+    expect(b.cp.session(NODE)).toMatchObject({ state: 'serving', instance: 'b' });
+  });
+
+  it('removes an instance’s records as soon as it stops cleanly', async () => {
+    const { a, b } = await twoInstances();
+    await envoy(a);
+    await saved(b, [a], 'A’s record', (fleet) => fleet.some((s) => s.instance === 'a'));
+    await a.cp.stop();
+    running.splice(running.indexOf(a.cp), 1);
+    expect(await b.cp.fleetSessions()).toEqual([]);
+    expect((await b.cp.instances()).map((i) => i.id)).toEqual(['b']);
+  });
+});

@@ -1,0 +1,76 @@
+import type { EchoClient, EchoReply } from './echo-backend.js';
+
+/** Every RPC's deadline: long enough for a first call that waits for xDS resolution. */
+export const RPC_DEADLINE_MS = 10_000;
+
+export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Every RPC a test made, who served it, and every failure with its message. */
+export class Traffic {
+  readonly servedBy: string[] = [];
+  readonly failures: string[] = [];
+
+  constructor(readonly client: EchoClient) {}
+
+  get completed(): number {
+    return this.servedBy.length + this.failures.length;
+  }
+
+  /** One RPC; a failure is recorded, not thrown, so a test counts them all. */
+  async call(): Promise<EchoReply | undefined> {
+    try {
+      const reply = await this.client.echo(RPC_DEADLINE_MS);
+      this.servedBy.push(reply.servedBy);
+      return reply;
+    } catch (error) {
+      this.failures.push(String(error));
+      return undefined;
+    }
+  }
+
+  /** `count` sequential RPCs; returns who served each. */
+  async calls(count: number): Promise<string[]> {
+    const served: string[] = [];
+    for (let i = 0; i < count; i++) served.push((await this.call())?.servedBy ?? 'failed');
+    return served;
+  }
+
+  /** Makes RPCs until `condition` holds on the last `window` results, at most `attempts` RPCs, `pauseMs` apart. */
+  async until(
+    what: string,
+    condition: (recent: string[]) => boolean,
+    { attempts = 300, window = 1, pauseMs = 0 } = {},
+  ): Promise<void> {
+    const recent: string[] = [];
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      recent.push((await this.call())?.servedBy ?? 'failed');
+      if (recent.length > window) recent.shift();
+      if (recent.length === window && condition(recent)) return;
+      // Spreads a bounded number of RPCs over a wait that is the client's or the network's.
+      if (pauseMs > 0) await pause(pauseMs);
+    }
+    throw new Error(`no ${what} after ${attempts} RPCs; failures: ${this.failures.slice(0, 3).join(' | ') || 'none'}`);
+  }
+
+  /** Makes RPCs back to back until `stop` resolves; resolves once the last one is done. */
+  async during(stop: Promise<unknown>): Promise<void> {
+    let stopped = false;
+    void stop.then(() => (stopped = true));
+    while (!stopped) await this.call();
+  }
+}
+
+export function tally(served: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const name of served) counts[name] = (counts[name] ?? 0) + 1;
+  return counts;
+}
+
+/** Re-checks a condition (perhaps a request to a server) every `every` ms, at most `attempts` times. */
+export async function eventually(what: string, condition: () => boolean | Promise<boolean>, { attempts = 500, every = 10 } = {}): Promise<void> {
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    if (await condition()) return;
+    await pause(every);
+  }
+  throw new Error(`no ${what} after ${attempts} checks`);
+}
