@@ -4,6 +4,8 @@
  */
 export { createControlPlane, type ControlPlane } from './control-plane.js';
 export type { ControlPlaneOptions } from './control-plane-options.js';
+export type { ControlPlaneMetrics } from './api/index.js';
+export type { InspectOptions } from './machines/inspect-options.js';
 export { ChanceryError } from './chancery-error.js';
 export { InvalidResourceInputError } from './errors.js';
 export {

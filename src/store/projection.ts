@@ -20,9 +20,11 @@ export function emptyProjection(): Projection {
 export function applyEvents(projection: Projection, events: readonly ResourceEvent[]): Projection {
   const batch = new Batch(projection);
   let revision = projection.revision;
+  let at = projection.at;
   for (const event of events) {
     if (event.seq <= revision) continue;
     revision = event.seq;
+    at = event.at;
     if (event.kind === 'upserted') {
       const resource = event.resource;
       if (resource.type === 'Mesh') batch.putMesh(storedOf(resource, event));
@@ -33,7 +35,7 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
       batch.deleteDataplane(event.key.mesh, event.key.name);
     }
   }
-  return revision === projection.revision ? projection : batch.finish(revision);
+  return revision === projection.revision ? projection : batch.finish(revision, at);
 }
 
 /**
@@ -111,13 +113,13 @@ class Batch {
     if (draft !== undefined && (draft.copied ?? draft.shared).has(name)) writableDataplanes(draft).delete(name);
   }
 
-  finish(revision: Seq): Projection {
+  finish(revision: Seq, at: string | undefined): Projection {
     for (const [name, draft] of this.#drafts) {
       // A mesh the batch only looked at keeps its object: consumers memoise on identity.
       if (draft.copied === undefined && draft.mesh === draft.origin?.mesh) continue;
       this.#writableMeshes().set(name, { mesh: draft.mesh, dataplanes: draft.copied ?? draft.shared });
     }
-    return { revision, meshes: this.#meshes ?? this.#base.meshes };
+    return { revision, ...(at !== undefined && { at }), meshes: this.#meshes ?? this.#base.meshes };
   }
 
   /** The mesh's draft; undefined when the mesh does not exist at this point of the batch. */

@@ -1,0 +1,198 @@
+import { collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
+import { filter, type Observable, type Subscription } from 'rxjs';
+import type { FollowUpKind, SessionObserver } from '../machines/session-registry.js';
+import type { SessionState } from '../machines/session-view.js';
+import type { Projection } from '../store/index.js';
+import { PUSH_ORDER, type TypeUrl } from '../xds/type-urls.js';
+
+/** What the metrics read from the session registry at scrape time, never per event. */
+export interface SessionCensus {
+  counts(): Readonly<Record<SessionState, number>>;
+  /** Epoch ms at which the longest-waiting parked request arrived; undefined when none waits. */
+  oldestParkedSince(): number | undefined;
+}
+
+export interface ControlPlaneMetricsOptions {
+  /** The registry to count; a thunk because the registry is built with these metrics as its observer. */
+  readonly sessions: () => SessionCensus;
+  /** Epoch ms: the clock parked requests and event times are measured against. */
+  readonly now: () => number;
+}
+
+const STATES: readonly SessionState[] = ['connecting', 'awaiting-snapshot', 'serving', 'disconnected', 'evicted'];
+
+/** Per type URL, the labelled child of a counter: bound once, so counting allocates nothing. */
+type PerType<T> = Readonly<Record<TypeUrl, T>>;
+
+function perType<T>(make: (typeUrl: TypeUrl) => T): PerType<T> {
+  return Object.fromEntries(PUSH_ORDER.map((typeUrl) => [typeUrl, make(typeUrl)])) as Record<TypeUrl, T>;
+}
+
+let processRegistry: Registry | undefined;
+
+/**
+ * Node's default metrics (event-loop lag p50/p90/p99, heap, GC, CPU, handles) describe the
+ * process, not a control plane: they are collected once per process, on a registry of their
+ * own (never prom-client's global one), and merged into every control plane's scrape.
+ */
+function processMetrics(): Registry {
+  if (processRegistry === undefined) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+/**
+ * One control plane's Prometheus metrics, on a registry of its own so that two control planes
+ * in one process do not clash. Every label comes from a bounded set (state, type URL): a
+ * series per node would grow without bound and is what kills a Prometheus server; per-node
+ * detail is in `GET /sessions/{node}`. Families are registered once, here; the hot paths
+ * (requests, pushes, transitions) only increment pre-bound children.
+ *
+ * @example
+ * ```ts
+ * const cp = createControlPlane({ apiAddress: false, store: 'memory' });
+ * await cp.start();
+ * const text = await cp.metrics.text(); // or merge cp.metrics.registry into your own
+ * ```
+ */
+export class ControlPlaneMetrics implements SessionObserver {
+  readonly registry = new Registry();
+  readonly #now: () => number;
+  readonly #transitions: Counter<'from' | 'to'>;
+  /** Bound children of `#transitions`, made on first use: few of the 25 pairs ever occur. */
+  readonly #transitionChildren = new Map<SessionState, Map<SessionState, Counter.Internal>>();
+  readonly #pushes: PerType<Counter.Internal>;
+  readonly #pushBytes: PerType<Counter.Internal>;
+  readonly #acks: PerType<Counter.Internal>;
+  readonly #nacks: PerType<Counter.Internal>;
+  readonly #responseBytes: PerType<Histogram.Internal<'type_url'>>;
+  readonly #generation: Histogram;
+  readonly #changeFeedLag: Histogram;
+
+  constructor(options: ControlPlaneMetricsOptions) {
+    this.#now = options.now;
+    // Started with the first control plane, so the first scrape already has event-loop samples.
+    processMetrics();
+    const registers = [this.registry];
+    const now = options.now;
+
+    new Gauge({
+      name: 'chancery_sessions',
+      help: 'Sessions of this instance, by state of the session chart.',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const counts = options.sessions().counts();
+        for (const state of STATES) this.set({ state }, counts[state]);
+      },
+    });
+    new Gauge({
+      name: 'chancery_parked_requests',
+      help: 'First requests waiting for a snapshot (sessions in awaiting-snapshot).',
+      registers,
+      collect() {
+        this.set(options.sessions().counts()['awaiting-snapshot']);
+      },
+    });
+    new Gauge({
+      name: 'chancery_parked_request_oldest_age_seconds',
+      help: 'How long the longest-waiting parked request has waited; 0 when none waits.',
+      registers,
+      collect() {
+        const since = options.sessions().oldestParkedSince();
+        this.set(since === undefined ? 0 : Math.max(0, now() - since) / 1000);
+      },
+    });
+    this.#transitions = new Counter({
+      name: 'chancery_session_transitions_total',
+      help: 'Session state changes, by the states left and entered.',
+      labelNames: ['from', 'to'],
+      registers,
+    });
+    // Every type URL's series exists from the start, at 0, so rate() and absence alerts work at once.
+    const byType = (name: string, help: string) => {
+      const counter = new Counter({ name, help, labelNames: ['type_url'], registers });
+      return perType((typeUrl) => {
+        const child = counter.labels({ type_url: typeUrl });
+        child.inc(0);
+        return child;
+      });
+    };
+    this.#pushes = byType('chancery_xds_pushes_total', 'DiscoveryResponses written, by type URL.');
+    this.#pushBytes = byType('chancery_xds_push_bytes_total', 'Bytes of DiscoveryResponses written, by type URL.');
+    this.#acks = byType('chancery_xds_acks_total', 'Requests answering a response nonce without error_detail (ACKs), by type URL.');
+    this.#nacks = byType('chancery_xds_nacks_total', 'Requests carrying error_detail (NACKs), by type URL.');
+    const responseBytes = new Histogram({
+      name: 'chancery_xds_response_bytes',
+      help: 'Size of each DiscoveryResponse written, by type URL.',
+      labelNames: ['type_url'],
+      // 64 B to 16 MiB, by fours.
+      buckets: exponentialBuckets(64, 4, 10),
+      registers,
+    });
+    this.#responseBytes = perType((typeUrl) => {
+      responseBytes.zero({ type_url: typeUrl });
+      return responseBytes.labels({ type_url: typeUrl });
+    });
+    this.#generation = new Histogram({
+      name: 'chancery_snapshot_generation_seconds',
+      help: "Time to generate one node's snapshot from the store's projection.",
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.#changeFeedLag = new Histogram({
+      name: 'chancery_change_feed_lag_seconds',
+      help: "Time from a store event's write to this instance applying it to its projection.",
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+  }
+
+  transition(from: SessionState, to: SessionState): void {
+    let byTo = this.#transitionChildren.get(from);
+    if (byTo === undefined) this.#transitionChildren.set(from, (byTo = new Map()));
+    let child = byTo.get(to);
+    if (child === undefined) byTo.set(to, (child = this.#transitions.labels({ from, to })));
+    child.inc();
+  }
+
+  request(kind: FollowUpKind, typeUrl: TypeUrl): void {
+    if (kind === 'xds.acked') this.#acks[typeUrl].inc();
+    else if (kind === 'xds.nacked') this.#nacks[typeUrl].inc();
+  }
+
+  /** A DiscoveryResponse of `bytes` bytes was written. */
+  sent(typeUrl: TypeUrl, bytes: number): void {
+    this.#pushes[typeUrl].inc();
+    this.#pushBytes[typeUrl].inc(bytes);
+    this.#responseBytes[typeUrl].observe(bytes);
+  }
+
+  /** One snapshot generation took `seconds`. */
+  generated(seconds: number): void {
+    this.#generation.observe(seconds);
+  }
+
+  /**
+   * Observes the change-feed lag of each projection after `from`: the projection the store
+   * started with was read at start, and its last event may be days old.
+   */
+  followChangeFeed(projections: Observable<Projection>, from: number): Subscription {
+    return projections.pipe(filter((projection) => projection.revision > from)).subscribe((projection) => {
+      if (projection.at === undefined) return;
+      // Another instance's clock may be ahead of ours: a negative lag is no lag.
+      this.#changeFeedLag.observe(Math.max(0, this.#now() - Date.parse(projection.at)) / 1000);
+    });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Every metric in the Prometheus text format, the process's own included. */
+  text(): Promise<string> {
+    return Registry.merge([processMetrics(), this.registry]).metrics();
+  }
+}
