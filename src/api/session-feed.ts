@@ -1,0 +1,101 @@
+import type { SessionView } from '../machines/session-view.js';
+import type { ApiBackend } from './api-backend.js';
+
+/** One subscriber of the feed, such as a browser's event stream. */
+export interface FeedClient {
+  /** Only this node's full view (transitions included); without it, every session's view without transitions. */
+  readonly node?: string;
+  /** Takes one server-sent event, already formatted. */
+  send(event: string): void;
+  end(): void;
+}
+
+export interface SessionFeedOptions {
+  /** ms between batches: a node that changes ten times in one interval is sent once. */
+  readonly interval: number;
+  /** Views in one fleet batch; more become a single `resync` event telling clients to refetch. */
+  readonly maxBatch: number;
+  /** Calls `flush` after `ms` and returns a cancel; `setTimeout` by default. */
+  readonly schedule?: (flush: () => void, ms: number) => () => void;
+}
+
+/** Tells a client that it missed changes and should refetch what it shows. */
+export const RESYNC_EVENT = 'event: resync\ndata: {}\n\n';
+
+/**
+ * Session changes as server-sent events, coalesced per node and sent in batches at most once
+ * per interval, so 10,000 sessions changing at once flood neither the browser nor the event
+ * loop. Each batch is serialized once for every fleet client. The registry is watched only
+ * while someone listens.
+ */
+export class SessionFeed {
+  readonly #watch: ApiBackend['sessions']['watch'];
+  readonly #options: SessionFeedOptions;
+  readonly #clients = new Set<FeedClient>();
+  #pending = new Map<string, SessionView>();
+  #unwatch: (() => void) | undefined;
+  #cancel: (() => void) | undefined;
+
+  constructor(watch: ApiBackend['sessions']['watch'], options: SessionFeedOptions) {
+    this.#watch = watch;
+    this.#options = options;
+  }
+
+  /** Adds a client; returns its removal. */
+  add(client: FeedClient): () => void {
+    this.#clients.add(client);
+    this.#unwatch ??= this.#watch((view) => this.#changed(view));
+    return () => {
+      this.#clients.delete(client);
+      if (this.#clients.size === 0) this.#stop();
+    };
+  }
+
+  /** Ends every client's stream: the server is closing, and open streams would keep it from closing. */
+  close(): void {
+    for (const client of this.#clients) client.end();
+    this.#clients.clear();
+    this.#stop();
+  }
+
+  #changed(view: SessionView): void {
+    this.#pending.set(view.node, view);
+    this.#cancel ??= (this.#options.schedule ?? schedule)(() => this.#flush(), this.#options.interval);
+  }
+
+  #flush(): void {
+    this.#cancel = undefined;
+    const batch = this.#pending;
+    this.#pending = new Map();
+    let fleet: string | undefined;
+    for (const client of this.#clients) {
+      if (client.node === undefined) {
+        client.send((fleet ??= fleetEvent(batch, this.#options.maxBatch)));
+        continue;
+      }
+      const view = batch.get(client.node);
+      if (view !== undefined) client.send(`event: session\ndata: ${JSON.stringify(view)}\n\n`);
+    }
+  }
+
+  #stop(): void {
+    this.#unwatch?.();
+    this.#unwatch = undefined;
+    this.#cancel?.();
+    this.#cancel = undefined;
+    this.#pending.clear();
+  }
+}
+
+/** A fleet batch: views without their transitions (the fleet shows none), or a resync when too many changed. */
+function fleetEvent(batch: ReadonlyMap<string, SessionView>, maxBatch: number): string {
+  if (batch.size > maxBatch) return RESYNC_EVENT;
+  const views = [];
+  for (const view of batch.values()) views.push({ ...view, transitions: undefined });
+  return `event: sessions\ndata: ${JSON.stringify({ views })}\n\n`;
+}
+
+function schedule(flush: () => void, ms: number): () => void {
+  const timer = setTimeout(flush, ms);
+  return () => clearTimeout(timer);
+}

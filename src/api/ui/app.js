@@ -1,0 +1,35 @@
+// The UI's router: `#/` (with filters) is the fleet, `#/nodes/<node>` a node's page.
+
+import { fleetPage } from './fleet-page.js';
+import { nodePage } from './node-page.js';
+
+const main = document.getElementById('main');
+const live = document.getElementById('live');
+
+const LIVE_TEXT = { on: 'Live', off: 'Reconnecting…', connecting: 'Connecting…' };
+
+/** Shows whether the page's live feed is connected: `on`, `off` or `connecting`. */
+function setLive(state) {
+  live.dataset.live = state;
+  live.textContent = LIVE_TEXT[state];
+}
+
+let current;
+
+function route() {
+  const hash = location.hash.replace(/^#/, '') || '/';
+  const [path, query = ''] = hash.split('?');
+  const nodeMatch = /^\/nodes\/(.+)$/.exec(path);
+  const node = nodeMatch ? decodeURIComponent(nodeMatch[1]) : undefined;
+  // The fleet page stays while only its filters change, so a form control keeps its focus.
+  if (current === undefined || current.node !== node) {
+    current?.page.destroy();
+    setLive('connecting');
+    current = { node, page: node === undefined ? fleetPage({ main, setLive }) : nodePage({ main, setLive }, node) };
+    main.focus({ preventScroll: true });
+  }
+  if (node === undefined) current.page.update(new URLSearchParams(query));
+}
+
+window.addEventListener('hashchange', route);
+route();

@@ -1,0 +1,294 @@
+// One node's story: where it is in the chart and how it got there, what each type was sent,
+// ACKed and NACKed, and the configuration last sent. Kept current by the node's live feed.
+
+import { getJson, getText, openFeed } from './api.js';
+import { outcomeBadge, stateBadge } from './badges.js';
+import { h, parseSvg, replace } from './dom.js';
+import { count, timeOf, TYPES } from './session-status.js';
+
+/** The chart is the same for every node: fetched once per page load. */
+let chart;
+function chartSvg() {
+  chart ??= getText('/statechart?format=svg').catch(() => undefined);
+  return chart;
+}
+
+export function nodePage({ main, setLive }, node) {
+  let view;
+  /** `GET /sessions/{node}/xds`, and which versions and nonces it shows. */
+  let config;
+  let configKey = '';
+  let missing = false;
+  let error;
+
+  const headEl = h('div', { class: 'node-head' });
+  const noticeEl = h('div', { class: 'notice-slot', role: 'status' });
+  const countsEl = h('section', { class: 'resource-counts', 'aria-label': 'Resources last sent' });
+  const figureEl = h('figure', { class: 'chart' });
+  const timelineEl = h('ol', { class: 'timeline' });
+  const typesEl = h('div', { class: 'table-wrap' });
+  const configEl = h('div', { class: 'config' });
+  replace(
+    main,
+    h('nav', { class: 'breadcrumb', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, '← Fleet')),
+    headEl,
+    noticeEl,
+    countsEl,
+    h('section', { class: 'panel' }, h('h2', {}, 'State chart'), figureEl),
+    h('section', { class: 'panel' }, h('h2', {}, 'xDS types'), typesEl),
+    h(
+      'div',
+      { class: 'columns' },
+      h('section', { class: 'panel' }, h('h2', {}, 'Timeline ', h('span', { class: 'muted' }, '(newest first)')), timelineEl),
+      h('section', { class: 'panel' }, h('h2', {}, 'Configuration last sent'), configEl),
+    ),
+  );
+  document.title = `${node} · Chancery`;
+
+  /** Everything the page shows, fetched again on every (re)connect of the feed: changes in between were missed. */
+  async function load() {
+    try {
+      const [session, sent, svg] = await Promise.all([
+        getJson(`/sessions/${encodeURIComponent(node)}`),
+        getJson(`/sessions/${encodeURIComponent(node)}/xds`),
+        chartSvg(),
+      ]);
+      error = session.status === 200 || session.status === 404 ? undefined : session.body.reason;
+      missing = session.status === 404;
+      if (session.status === 200) view = session.body;
+      if (sent.status === 200) setConfig(sent.body);
+      if (svg !== undefined && !figureEl.querySelector('svg')) replace(figureEl, parseSvg(svg), h('figcaption'));
+      if (svg === undefined) replace(figureEl, h('p', { class: 'muted' }, 'The state chart is not available from this server.'));
+      render();
+    } catch (failure) {
+      error = `cannot reach the API: ${failure.message}`;
+      render();
+    }
+  }
+
+  function setConfig(body) {
+    config = body;
+    configKey = keyOf(view);
+  }
+
+  /** Fetches what was sent again when the view shows other versions than the configuration on display. */
+  async function refreshConfig() {
+    if (view.state !== 'serving' && view.state !== 'awaiting-snapshot') return;
+    if (keyOf(view) === configKey) return;
+    const sent = await getJson(`/sessions/${encodeURIComponent(node)}/xds`);
+    if (sent.status === 200) setConfig(sent.body);
+    renderConfig();
+  }
+
+  function render() {
+    renderHead();
+    if (view === undefined) return;
+    renderCounts();
+    renderChart();
+    renderTimeline();
+    renderTypes();
+    renderConfig();
+  }
+
+  function renderHead() {
+    const facts = view && [
+      ['Instance', view.instance],
+      ['Stream', view.stream ? `${view.stream.id} from ${view.stream.peer}` : '–'],
+      ['Opened', view.stream ? timeElement(view.stream.openedAt) : '–'],
+      ['Revision', view.revision ?? '–'],
+    ];
+    replace(
+      headEl,
+      h('h1', {}, node, ' ', view && stateBadge(view.state)),
+      facts && h('dl', { class: 'facts' }, facts.map(([name, value]) => h('div', {}, h('dt', {}, name), h('dd', {}, value)))),
+    );
+    let notice;
+    if (error !== undefined) notice = h('p', { class: 'notice error' }, error);
+    else if (view?.error) notice = h('p', { class: 'notice error' }, h('strong', {}, view.error.code), ': ', view.error.message);
+    else if (view !== undefined && (view.state === 'evicted' || missing)) {
+      notice = h('p', { class: 'notice' }, 'This session was evicted: it no longer exists on this instance. What it showed last is kept below.');
+    } else if (missing) notice = h('p', { class: 'notice' }, `No session for ${node} on this instance. It may have been evicted, or be connected to another instance; this page updates when it connects.`);
+    replace(noticeEl, notice);
+  }
+
+  function renderCounts() {
+    replace(
+      countsEl,
+      TYPES.map((type) =>
+        h(
+          'div',
+          { class: 'tile' },
+          h('span', { class: 'tile-n' }, view.types[type]?.sent ? count(view.types[type].sent.resources) : '–'),
+          h('span', { class: 'tile-label' }, `${type} resources`),
+        ),
+      ),
+    );
+  }
+
+  function renderChart() {
+    const svg = figureEl.querySelector('svg');
+    if (!svg) return;
+    const steps = view.transitions.filter((step) => step.from !== step.to);
+    const walked = new Set(steps.map((step) => `${step.from}->${step.to}`));
+    const latest = steps.at(-1);
+    const visited = new Set(steps.flatMap((step) => [step.from, step.to]));
+    svg.setAttribute('role', 'img');
+    svg.setAttribute('aria-label', `State chart of the session; the current state is ${view.state}`);
+    svg.removeAttribute('width');
+    svg.removeAttribute('height');
+    for (const group of svg.querySelectorAll('g.node')) {
+      const state = titleOf(group);
+      group.classList.toggle('current', state === view.state);
+      group.classList.toggle('visited', visited.has(state));
+    }
+    for (const group of svg.querySelectorAll('g.edge')) {
+      const edge = titleOf(group);
+      group.classList.toggle('walked', walked.has(edge));
+      group.classList.toggle('latest', latest !== undefined && edge === `${latest.from}->${latest.to}`);
+    }
+    const path = steps.length === 0 ? [view.state] : [steps[0].from, ...steps.map((step) => step.to)];
+    replace(
+      figureEl.querySelector('figcaption'),
+      h('span', { class: 'legend current' }, 'current state'),
+      h('span', { class: 'legend walked' }, 'recent path'),
+      h('span', { class: 'path' }, path.join(' → ')),
+    );
+  }
+
+  function renderTimeline() {
+    replace(
+      timelineEl,
+      view.transitions.length === 0
+        ? h('li', { class: 'muted' }, 'No transitions yet.')
+        : [...view.transitions].reverse().map((step) =>
+            h(
+              'li',
+              { class: `step${step.event === 'xds.nacked' ? ' nack' : ''}` },
+              timeElement(step.at),
+              h(
+                'div',
+                { class: 'step-main' },
+                h('code', { class: 'event' }, step.event),
+                h('span', { class: 'move' }, stateBadge(step.from), step.from === step.to ? '' : [' → ', stateBadge(step.to)]),
+              ),
+              step.detail && detailList(step.detail),
+            ),
+          ),
+    );
+  }
+
+  function renderTypes() {
+    const rows = TYPES.filter((type) => view.types[type]).map((type) => {
+      const status = view.types[type];
+      const { subscription, sent, acked, nacked } = status;
+      return [
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'row' }, type),
+          h('td', {}, outcomeBadge(status)),
+          h('td', {}, subscription.wildcard ? h('em', {}, 'wildcard') : subscription.names.join(', ') || '–'),
+          h('td', {}, versionCell(sent)),
+          h('td', { class: 'num' }, sent ? count(sent.resources) : '–'),
+          h('td', {}, versionCell(acked)),
+          h('td', {}, versionCell(nacked)),
+        ),
+        nacked &&
+          h(
+            'tr',
+            { class: 'nack-row' },
+            h('td', { colspan: 7 }, h('span', { class: 'muted' }, `Last NACK of ${type}:`), h('pre', { class: 'nack-message' }, nacked.message)),
+          ),
+      ];
+    });
+    replace(
+      typesEl,
+      rows.length === 0
+        ? h('p', { class: 'muted' }, 'No type requested on the current stream.')
+        : h(
+            'table',
+            { class: 'types' },
+            h('thead', {}, h('tr', {}, ['Type', 'Last response', 'Subscribed', 'Sent', 'Resources', 'ACKed', 'NACKed'].map((name) => h('th', { scope: 'col' }, name)))),
+            h('tbody', {}, rows),
+          ),
+    );
+  }
+
+  function renderConfig() {
+    const types = TYPES.filter((type) => config?.[type]);
+    replace(
+      configEl,
+      types.length === 0
+        ? h('p', { class: 'muted' }, 'Nothing sent on the current stream.')
+        : types.map((type) => {
+            const { version, nonce, resources } = config[type];
+            return h(
+              'details',
+              { open: resources.length <= 4 },
+              h('summary', {}, h('strong', {}, type), ` · ${count(resources.length)} resource${resources.length === 1 ? '' : 's'} · version `, h('code', {}, version), ' · nonce ', h('code', {}, nonce)),
+              h('pre', { class: 'json', tabindex: 0 }, JSON.stringify(resources, null, 2)),
+            );
+          }),
+    );
+  }
+
+  const close = openFeed({
+    node,
+    onOpen: () => {
+      setLive('on');
+      load();
+    },
+    onDown: () => setLive('off'),
+    onView: (next) => {
+      view = next;
+      missing = false;
+      render();
+      refreshConfig().catch((failure) => {
+        error = `cannot reach the API: ${failure.message}`;
+        renderHead();
+      });
+    },
+    onResync: () => load(),
+  });
+
+  return { destroy: close };
+}
+
+/** Which versions and nonces a view says were sent; the configuration shown must match. */
+function keyOf(view) {
+  return view === undefined ? '' : TYPES.map((type) => `${view.types[type]?.sent?.version}/${view.types[type]?.sent?.nonce}`).join(' ');
+}
+
+function titleOf(group) {
+  return group.querySelector(':scope > title')?.textContent ?? '';
+}
+
+function timeElement(iso) {
+  return h('time', { datetime: iso, title: iso }, timeOf(iso));
+}
+
+/** A version and its nonce; the time is on hover, to keep the table narrow. */
+function versionCell(entry) {
+  if (!entry) return '–';
+  return h('span', { class: 'version', title: `at ${entry.at}` }, h('code', {}, entry.version), h('span', { class: 'muted' }, ` nonce ${entry.nonce}`));
+}
+
+function detailList(detail) {
+  return h(
+    'dl',
+    { class: 'detail' },
+    Object.entries(detail).map(([name, value]) =>
+      h(
+        'div',
+        { class: name === 'message' ? 'message' : undefined },
+        h('dt', {}, name),
+        h('dd', {}, name === 'message' ? h('pre', {}, value) : name === 'typeUrl' ? shortType(value) : value),
+      ),
+    ),
+  );
+}
+
+/** `type.googleapis.com/envoy.config.listener.v3.Listener` reads as `Listener`; the full URL is on hover. */
+function shortType(typeUrl) {
+  return h('span', { title: typeUrl }, String(typeUrl).split('.').at(-1));
+}

@@ -1,0 +1,35 @@
+// How a session's state and per-type status read on the pages.
+
+/** The chart's states, in the order a session meets them. */
+export const STATES = ['connecting', 'awaiting-snapshot', 'serving', 'disconnected', 'evicted'];
+
+/** xDS types in push order (CDS, EDS, LDS, RDS). */
+export const TYPES = ['CDS', 'EDS', 'LDS', 'RDS'];
+
+/** Where a type's last response stands: the latest nonce sent decides (as `chancery inspect` shows it). */
+export function outcomeOf(status) {
+  const sent = status?.sent;
+  if (sent === undefined) return '-';
+  if (status.nacked?.nonce === sent.nonce) return 'NACK';
+  if (status.acked?.nonce === sent.nonce) return 'ACK';
+  return 'sent';
+}
+
+const TIME = new Intl.DateTimeFormat(undefined, {
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  fractionalSecondDigits: 3,
+  hour12: false,
+});
+
+/** A local time of day to the millisecond; the full ISO time is the element's `datetime`. */
+export function timeOf(iso) {
+  return TIME.format(new Date(iso));
+}
+
+const NUMBER = new Intl.NumberFormat();
+
+export function count(n) {
+  return NUMBER.format(n);
+}

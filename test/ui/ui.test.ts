@@ -1,0 +1,195 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { ControlPlane } from '../../src/index.js';
+import type { SessionView } from '../../src/machines/session-view.js';
+import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import { AdsStream } from '../support/ads-client.js';
+import { startHarness, type Harness } from '../support/harness.js';
+import { BACKEND, envoyDataplane, sessionIn } from '../xds/fixtures.js';
+
+/** Screenshots for a person to look at; git ignores the folder. */
+const ARTIFACTS = path.resolve(import.meta.dirname, '../artifacts');
+const NACK_MESSAGE = 'listener inbound:127.0.0.1:10003: invalid filter chain: port 0 is out of range';
+
+let browser: Browser;
+let harness: Harness;
+let page: Page;
+const streams: AdsStream[] = [];
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+afterAll(async () => {
+  await browser.close();
+});
+
+beforeEach(async () => {
+  harness = await startHarness();
+  await harness.cp.apply(BACKEND);
+  await harness.cp.apply(envoyDataplane('web-1'));
+  await harness.cp.apply(envoyDataplane('web-2', { inbound: [{ port: 10003, service: 'web' }] }));
+  await connectEnvoy('default.web-1', { endpoints: true });
+  await connectEnvoy('default.web-2', { endpoints: true, nack: NACK_MESSAGE });
+  await connectEnvoy('default.backend-1', { endpoints: false });
+  // No Dataplane: it waits in awaiting-snapshot.
+  const waiting = open();
+  waiting.send({ typeUrl: CLUSTER, nodeId: 'default.ghost-1' });
+  await sessionIn(harness.cp, 'default.ghost-1', 'awaiting-snapshot');
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+});
+afterEach(async () => {
+  await page.close();
+  for (const stream of streams.splice(0)) stream.close();
+  await harness.stop();
+});
+
+function open(): AdsStream {
+  const stream = AdsStream.open(harness.xds);
+  streams.push(stream);
+  return stream;
+}
+
+/**
+ * Subscribes like Envoy (CDS, EDS for `backend` when it calls it, LDS), ACKing CDS and EDS; LDS
+ * is ACKed, or NACKed with `nack` (then it resolves once the session has recorded the NACK).
+ */
+async function connectEnvoy(node: string, options: { endpoints: boolean; nack?: string }): Promise<AdsStream> {
+  const stream = open();
+  stream.send({ typeUrl: CLUSTER, nodeId: node });
+  stream.ack(await stream.nextResponse());
+  if (options.endpoints) {
+    stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
+    stream.ack(await stream.nextResponse(), ['backend']);
+  }
+  stream.send({ typeUrl: LISTENER });
+  const listeners = await stream.nextResponse();
+  if (options.nack === undefined) {
+    stream.ack(listeners);
+    return stream;
+  }
+  const recorded = nackRecorded(harness.cp, node);
+  stream.send({ typeUrl: LISTENER, versionInfo: '', responseNonce: listeners.nonce, errorDetail: { code: 3, message: options.nack } });
+  await recorded;
+  return stream;
+}
+
+function nackRecorded(cp: ControlPlane, node: string): Promise<SessionView> {
+  return new Promise((resolve) => {
+    const subscription = cp.sessions.subscribe((view) => {
+      if (view.node !== node || view.types.LDS?.nacked === undefined) return;
+      subscription.unsubscribe();
+      resolve(view);
+    });
+  });
+}
+
+/** Opens a UI page and waits until its live feed is connected, so no later change is missed. */
+async function visit(hash: string): Promise<void> {
+  await page.goto(`http://${harness.api}/ui${hash}`);
+  await page.locator('#live[data-live="on"]').waitFor();
+}
+
+const row = (node: string, state?: string) =>
+  page.locator(state === undefined ? `tr[data-node="${node}"]` : `tr[data-node="${node}"][data-state="${state}"]`);
+
+describe('the fleet page', () => {
+  it('lists the sessions by state, with counts and each type\'s ACK or NACK', async () => {
+    await visit('#/');
+    await row('default.ghost-1').waitFor();
+
+    const rows = await page.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-node'), tr.getAttribute('data-state')]));
+    expect(rows).toEqual([
+      ['default.backend-1', 'serving'],
+      ['default.ghost-1', 'awaiting-snapshot'],
+      ['default.web-1', 'serving'],
+      ['default.web-2', 'serving'],
+    ]);
+    expect(await page.locator('a.count[data-state="serving"] .count-n').textContent()).toBe('3');
+    expect(await page.locator('a.count[data-state="awaiting-snapshot"] .count-n').textContent()).toBe('1');
+    expect(await row('default.web-2').locator('td.type').allTextContents()).toEqual(['ACK', 'ACK', 'NACK', '–']);
+    expect(await row('default.ghost-1').textContent()).toContain('CHANCERY_MESH_DATAPLANE_NOT_FOUND');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'fleet.png'), fullPage: true });
+  });
+
+  it('filters with its form controls: NACKing only, then by state', async () => {
+    await visit('#/');
+    await row('default.web-1').waitFor();
+
+    await page.getByLabel('NACKing only').check();
+    await page.locator('tbody tr').first().and(row('default.web-2')).waitFor();
+    await page.locator('tbody tr').nth(1).waitFor({ state: 'detached' });
+    expect(new URL(page.url()).hash).toBe('#/?nacking=true');
+
+    await page.getByLabel('NACKing only').uncheck();
+    const state = page.getByLabel('State', { exact: true });
+    await state.focus();
+    await state.selectOption('awaiting-snapshot');
+    await page.locator('tbody tr').first().and(row('default.ghost-1')).waitFor();
+    await page.locator('tbody tr').nth(1).waitFor({ state: 'detached' });
+    // The page kept the control, and its focus, while the table changed.
+    expect(await page.locator('select#filter-state:focus').count()).toBe(1);
+  });
+
+  it('shows a closed stream move to disconnected and then evicted, without a reload', async () => {
+    await visit('#/');
+    await row('default.backend-1', 'serving').waitFor();
+    const navigations: string[] = [];
+    page.on('framenavigated', (frame) => navigations.push(frame.url()));
+
+    const backend = streams[2]!;
+    backend.close();
+    await row('default.backend-1', 'disconnected').waitFor();
+    await page.locator('a.count[data-state="disconnected"] .count-n').filter({ hasText: /^1$/ }).waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'fleet-disconnected.png'), fullPage: true });
+
+    harness.clock.increment(10_000);
+    await row('default.backend-1', 'evicted').waitFor();
+    await page.locator('a.count[data-state="serving"] .count-n').filter({ hasText: /^2$/ }).waitFor();
+    expect(harness.cp.session('default.backend-1')).toBeUndefined();
+    expect(navigations).toEqual([]);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'fleet-evicted.png'), fullPage: true });
+  });
+});
+
+describe('the node page', () => {
+  it('highlights the current state in the chart and marks the path that led there', async () => {
+    await visit('#/nodes/default.web-2');
+    const current = page.locator('figure.chart svg g.node.current');
+    await current.waitFor();
+
+    expect(await current.locator('title').textContent()).toBe('serving');
+    expect(await page.locator('figure.chart svg g.node.current').count()).toBe(1);
+    const walked = await page.locator('figure.chart svg g.edge.walked > title').allTextContents();
+    expect(walked.sort()).toEqual(['awaiting-snapshot->serving', 'connecting->awaiting-snapshot']);
+    expect(await page.locator('.timeline').textContent()).toContain(NACK_MESSAGE);
+    expect(await page.locator('.config').textContent()).toContain('inbound:127.0.0.1:10003');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'node.png'), fullPage: true });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'node-dark.png'), fullPage: true });
+  });
+
+  it('follows the node live: its stream closes and the chart moves to disconnected', async () => {
+    await visit('#/nodes/default.web-1');
+    await page.locator('figure.chart svg g.node.current').waitFor();
+
+    streams[0]!.close();
+    await page.locator('figure.chart svg g.node.current > title').filter({ hasText: /^disconnected$/ }).waitFor({ state: 'attached' });
+    expect(await page.locator('figure.chart svg g.edge.latest > title').textContent()).toBe('serving->disconnected');
+    expect(await page.locator('.timeline li').first().textContent()).toContain('stream.closed');
+  });
+
+  it('links back to the fleet, from which each node is a link', async () => {
+    await visit('#/');
+    await row('default.web-1').getByRole('link', { name: 'default.web-1' }).click();
+    await page.locator('figure.chart svg g.node.current').waitFor();
+    expect(new URL(page.url()).hash).toBe('#/nodes/default.web-1');
+    await page.getByRole('link', { name: '← Fleet' }).press('Enter');
+    await row('default.web-1').waitFor();
+  });
+});
