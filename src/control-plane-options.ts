@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Observable } from 'rxjs';
 import type { ActorOptions, AnyStateMachine } from 'xstate';
+import type { InspectOptions } from './machines/inspect-options.js';
 import type { EventLog, Retention } from './store/types.js';
 
 /** What a control plane uses for each option left out; `chancery run` shows and uses the same. */
@@ -11,6 +12,10 @@ export const DEFAULTS = {
   refreshInterval: 1_000,
   evictionGrace: 10_000,
   retention: 'off',
+  recordInterval: 1_000,
+  instanceTtl: 15_000,
+  maxConnectionAge: 'off',
+  drainPeriod: 5_000,
 } as const;
 
 /** How to run a control plane; `chancery run` builds this from flags and the environment. */
@@ -37,6 +42,22 @@ export interface ControlPlaneOptions {
   readonly refreshInterval?: number;
   /** How long a disconnected session is kept before eviction, in ms. Default 10000. */
   readonly evictionGrace?: number;
+  /**
+   * ms between saves of this instance's session records and heartbeat in the store, which
+   * every instance reads for `GET /sessions?scope=fleet`. Default 1000.
+   */
+  readonly recordInterval?: number;
+  /** Replaces the `recordInterval` timer: each emission saves the session records. For tests and embedders. */
+  readonly recordTicks?: Observable<unknown>;
+  /** An instance that has not saved for this many ms is dead, and its session records expire. Default 15000. */
+  readonly instanceTtl?: number;
+  /**
+   * ms after which a stream is ended with UNAVAILABLE (±10% jitter) and its connection told
+   * GOAWAY, so that a fleet rebalances after a scale-out; Istio uses 30 minutes. Default `'off'`.
+   */
+  readonly maxConnectionAge?: number | 'off';
+  /** ms over which `drain()` ends the streams of the instance. Default 5000. */
+  readonly drainPeriod?: number;
   /** A pino logger; default: pino at `info` to stdout. */
   readonly logger?: Logger;
   /** Replaces the watchdog's interval: each emission is a tick. For tests and embedders. */
@@ -45,4 +66,10 @@ export interface ControlPlaneOptions {
   readonly clock?: ActorOptions<AnyStateMachine>['clock'];
   /** Epoch ms, stamped on session events. Default `Date.now`. */
   readonly now?: () => number;
+  /**
+   * Sends the sessions of the nodes `inspect.nodes` chooses, live, to a Stately inspector
+   * relay at `inspect.url` (`createInspectorServer()` of `@statelyai/inspect/server`). Off by
+   * default; no session is inspected unless chosen.
+   */
+  readonly inspect?: InspectOptions;
 }

@@ -1,10 +1,13 @@
 import { pino, type Logger } from 'pino';
 import { interval, type Observable, type Subscription } from 'rxjs';
-import { createApiServer, type ApiServer } from './api/index.js';
+import { ControlPlaneMetrics, createApiServer, registrySessions, type ApiServer } from './api/index.js';
 import { DEFAULTS, type ControlPlaneOptions } from './control-plane-options.js';
 import { InvalidResourceInputError } from './errors.js';
+import { fleetSessions, type FleetSession } from './fleet/fleet-sessions.js';
+import { SessionRecorder } from './fleet/session-recorder.js';
 import { SessionRegistry } from './machines/session-registry.js';
 import type { SessionView } from './machines/session-view.js';
+import type { SessionInspector } from './machines/stately-inspector.js';
 import { generate, validate, type Resource, type ResourceKey } from './mesh/index.js';
 import {
   checkRetention,
@@ -13,6 +16,7 @@ import {
   openEventLog,
   parseStoreSpec,
   type EventLog,
+  type InstanceRecord,
   type ResourceStore,
   type Retention,
   type Stored,
@@ -34,6 +38,16 @@ export interface ControlPlane {
    * sessions are evicted, servers closed, the store closed.
    */
   stop(): Promise<void>;
+  /**
+   * Stops for a rolling restart (what `chancery run` does on SIGTERM): new streams are refused
+   * and connections told GOAWAY, open streams are ended with UNAVAILABLE spread over
+   * `drainPeriod` so their clients reconnect to other instances gradually, then it stops.
+   */
+  drain(): Promise<void>;
+  /** The sessions of every live instance sharing the store (this one's live, others' as saved). */
+  fleetSessions(node?: string): Promise<FleetSession[]>;
+  /** The instances sharing the store that saved within `instanceTtl`. */
+  instances(): Promise<readonly InstanceRecord[]>;
   /** Validates and stores a resource; rejects with `InvalidResourceInputError` listing every issue. */
   apply(resource: unknown, options?: WriteOptions): Promise<Stored<Resource>>;
   delete(key: ResourceKey, options?: WriteOptions): Promise<void>;
@@ -47,6 +61,8 @@ export interface ControlPlane {
   /** What `node`'s current stream was last sent, per type, decoded. */
   lastSent(node: string): ReturnType<SessionRegistry['lastSent']>;
   readonly store: ResourceStore;
+  /** Prometheus metrics (`GET /metrics`); `metrics.registry` can be merged into an embedder's own. */
+  readonly metrics: ControlPlaneMetrics;
 }
 
 /**
@@ -75,6 +91,7 @@ interface Running {
   readonly store: ResourceStore;
   readonly api?: ApiServer;
   readonly subscriptions: readonly Subscription[];
+  readonly recorder?: SessionRecorder;
 }
 
 class ChanceryControlPlane implements ControlPlane {
@@ -86,6 +103,8 @@ class ChanceryControlPlane implements ControlPlane {
   readonly #retention: Retention | undefined;
   readonly #registry: SessionRegistry;
   readonly #xds: XdsServer;
+  readonly metrics: ControlPlaneMetrics;
+  #inspector: SessionInspector | undefined;
   #running: Running | undefined;
 
   constructor(options: ControlPlaneOptions) {
@@ -98,24 +117,39 @@ class ChanceryControlPlane implements ControlPlane {
     const retention = options.retention ?? DEFAULTS.retention;
     this.#retention = retention === 'off' ? undefined : checkRetention(retention);
     const now = options.now ?? Date.now;
+    const maxConnectionAge = options.maxConnectionAge ?? DEFAULTS.maxConnectionAge;
+    const metrics = new ControlPlaneMetrics({ sessions: () => this.#registry, now });
+    this.metrics = metrics;
     this.#registry = new SessionRegistry({
       instanceId: this.instanceId,
       evictionGrace: options.evictionGrace ?? DEFAULTS.evictionGrace,
       generate: (node) => {
+        const started = performance.now();
         const result = generate(node, this.store.projection);
+        metrics.generated((performance.now() - started) / 1000);
         return result.ok ? result : { ok: false, error: { code: result.error.code, message: result.error.message } };
       },
       revision: () => this.store.projection.revision,
       now,
       ...(options.clock && { clock: options.clock }),
       logger: this.#logger,
+      observer: metrics,
+      inspectorFor: (node) => this.#inspector?.observerFor(node),
+      catchUp: () => this.store.refresh(),
+      changed: (node) => this.#running?.recorder?.touched(node),
     });
-    this.#xds = new XdsServer({ gateway: this.#registry, instanceId: this.instanceId, logger: this.#logger, now });
+    this.#xds = new XdsServer({
+      gateway: this.#registry,
+      instanceId: this.instanceId,
+      logger: this.#logger,
+      now,
+      onSent: (_node, response, bytes) => metrics.sent(response.typeUrl, bytes),
+      ...(maxConnectionAge !== 'off' && { maxConnectionAge }),
+    });
   }
 
   get store(): ResourceStore {
-    if (!this.#running) throw new Error(`control plane ${this.instanceId} is not started`);
-    return this.#running.store;
+    return this.#runningOrThrow().store;
   }
 
   get sessions(): Observable<SessionView> {
@@ -138,9 +172,15 @@ class ChanceryControlPlane implements ControlPlane {
     await store.start();
     const subscriptions = [
       store.projections.subscribe((projection) => registry.advance(projection.revision)),
+      this.metrics.followChangeFeed(store.projections, store.projection.revision),
       (options.watchdog ?? interval(options.refreshInterval ?? DEFAULTS.refreshInterval)).subscribe(() => registry.tick()),
     ];
     this.#running = { log, store, subscriptions };
+    if (options.inspect) {
+      // Loaded only when asked for: the inspector brings a WebSocket client and serializers.
+      const { connectInspector } = await import('./machines/stately-inspector.js');
+      this.#inspector = connectInspector(options.inspect, this.instanceId);
+    }
     this.addresses.xds = await this.#xds.listen(options.xdsAddress ?? DEFAULTS.xdsAddress);
     const apiAddress = options.apiAddress ?? DEFAULTS.apiAddress;
     if (apiAddress !== false) {
@@ -148,8 +188,10 @@ class ChanceryControlPlane implements ControlPlane {
         {
           instanceId: this.instanceId,
           store,
-          sessions: { list: () => registry.list(), get: (node) => registry.get(node), lastSent: (node) => registry.lastSent(node) },
+          sessions: registrySessions(registry),
+          fleet: { sessions: (node) => this.fleetSessions(node), instances: () => this.instances() },
           ready: () => store.ready,
+          metrics: this.metrics,
         },
         { logger: this.#logger },
       );
@@ -157,19 +199,70 @@ class ChanceryControlPlane implements ControlPlane {
       const colon = apiAddress.lastIndexOf(':');
       this.addresses.api = await api.listen(apiAddress.slice(0, colon), Number(apiAddress.slice(colon + 1)));
     }
+    await this.#startRecording();
     this.#logger.info(
       { xds: this.addresses.xds, api: this.addresses.api ?? 'off', store: describeSpec(spec), keeps: describeRetention(this.#retention) },
       'chancery started',
     );
   }
 
+  /** Joins the fleet: saves this instance's sessions now and every `recordInterval`. */
+  async #startRecording(): Promise<void> {
+    const running = this.#running!;
+    const startedAt = new Date().toISOString();
+    const recorder = new SessionRecorder({
+      records: running.log.sessionRecords,
+      instance: () => ({ id: this.instanceId, xds: this.addresses.xds, ...(this.addresses.api && { api: this.addresses.api }), startedAt }),
+      sessions: { get: (node) => this.#registry.get(node), nodes: () => this.#registry.summaries().map((summary) => summary.node) },
+      ttl: this.#instanceTtl,
+      logger: this.#logger,
+    });
+    await recorder.flush();
+    const ticks = this.#options.recordTicks ?? interval(this.#options.recordInterval ?? DEFAULTS.recordInterval);
+    const saving = ticks.subscribe(() => void recorder.flush());
+    this.#running = { ...running, subscriptions: [...running.subscriptions, saving], recorder };
+  }
+
+  get #instanceTtl(): number {
+    return this.#options.instanceTtl ?? DEFAULTS.instanceTtl;
+  }
+
+  async drain(): Promise<void> {
+    const period = this.#options.drainPeriod ?? DEFAULTS.drainPeriod;
+    this.#logger.info({ period, sessions: this.#registry.size }, 'draining: refusing new streams, ending open ones gradually');
+    this.#xds.drain();
+    await this.#registry.drain(period, `instance ${this.instanceId} is draining; reconnect to another instance`);
+    await this.stop();
+  }
+
+  fleetSessions(node?: string): Promise<FleetSession[]> {
+    const records = this.#runningOrThrow().log.sessionRecords;
+    return fleetSessions({ records, ttl: this.#instanceTtl, instance: this.instanceId, own: this.#registry }, node);
+  }
+
+  instances(): Promise<readonly InstanceRecord[]> {
+    return this.#runningOrThrow().log.sessionRecords.instances(this.#instanceTtl);
+  }
+
+  #runningOrThrow(): Running {
+    if (!this.#running) throw new Error(`control plane ${this.instanceId} is not started`);
+    return this.#running;
+  }
+
   async stop(): Promise<void> {
     this.#registry.shutdown('control plane shutting down; reconnect to another instance');
     await this.#xds.close();
+    // After the shutdown, so the inspector shows the sessions' last steps.
+    this.#inspector?.stop();
+    this.#inspector = undefined;
     const running = this.#running;
     this.#running = undefined;
     if (running) {
       for (const subscription of running.subscriptions) subscription.unsubscribe();
+      // Its nodes are going elsewhere; other instances need not wait for its records to expire.
+      await running.recorder
+        ?.leave()
+        .catch((error: unknown) => this.#logger.warn({ err: error }, 'removing this instance’s session records failed; they expire'));
       await running.api?.close();
       await running.store.close();
       // A log given by the caller is the caller's to close.

@@ -5,9 +5,14 @@ import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { errorResponse } from './error-response.js';
 import { RouteNotFoundError } from './errors.js';
+import { registerFleetRoutes } from './fleet-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
+import { registerMetricsRoutes } from './metrics-routes.js';
 import { registerResourceRoutes } from './resource-routes.js';
+import { registerSessionHistoryRoutes } from './session-history-routes.js';
 import { registerSessionRoutes } from './session-routes.js';
+import { registerUiRoutes } from './ui-routes.js';
+import { registerStatechartRoutes } from './statechart-routes.js';
 
 /** The largest request body accepted unless `bodyLimit` says otherwise: 1 MiB. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -63,7 +68,12 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   );
   registerResourceRoutes(app, backend.store);
   registerHistoryRoutes(app, backend.store);
-  registerSessionRoutes(app, backend.sessions);
+  registerSessionRoutes(app, backend);
+  registerFleetRoutes(app, backend.fleet);
+  if (backend.metrics) registerMetricsRoutes(app, backend.metrics);
+  registerUiRoutes(app);
+  registerSessionHistoryRoutes(app, backend.sessions);
+  registerStatechartRoutes(app);
 
   return {
     async listen(host, port) {

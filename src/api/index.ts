@@ -1,4 +1,4 @@
-export type { ApiBackend, MetricsSource } from './api-backend.js';
+export { type ApiBackend, type MetricsSource, registrySessions } from './api-backend.js';
 export { type ApiErrorCode, ERROR_STATUS, type ErrorBody, errorResponse } from './error-response.js';
 export * from './errors.js';
 export { type ApiServer, type ApiServerOptions, createApiServer, DEFAULT_BODY_LIMIT } from './http-server.js';

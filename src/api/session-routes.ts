@@ -1,8 +1,11 @@
+import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { lastResponseNacked, type SessionSummary } from '../machines/session-registry.js';
 import type { SessionState, SessionView } from '../machines/session-view.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError, SessionNotFoundError } from './errors.js';
 import { integer, type Query, single } from './query-params.js';
+import { type FeedClient, RESYNC_EVENT, SessionFeed } from './session-feed.js';
 
 // A record, not a list, so a state added to SessionState is a compile error here until listed.
 const SESSION_STATES: Readonly<Record<SessionState, true>> = {
@@ -13,25 +16,52 @@ const SESSION_STATES: Readonly<Record<SessionState, true>> = {
   evicted: true,
 };
 
+/** How often the live feed sends a batch, and how many views one batch may carry. */
+const FEED = { interval: 300, maxBatch: 500 } as const;
+
 interface SessionQuery {
+  /** `local` (default): this instance's sessions; `fleet`: every live instance's. */
+  readonly scope: 'local' | 'fleet';
   readonly state?: SessionState;
   readonly mesh?: string;
+  readonly instance?: string;
+  readonly nacking?: boolean;
   readonly limit?: number;
   readonly offset: number;
 }
 
+interface SessionCounts {
+  readonly byState: Record<string, number>;
+  readonly byInstance: Record<string, number>;
+}
+
 /**
- * This instance's sessions (DESIGN §7): `GET /sessions` as `{ items, total }` sorted by
- * node, filtered by `?state=` and `?mesh=`, paged by `?limit=` and `?offset=`; one session;
- * and what was last sent to a node.
+ * This instance's sessions (DESIGN §7): `GET /sessions` as `{ items, total, counts }` sorted by
+ * node, or with `?scope=fleet` those of every live instance sharing the store (sorted by node,
+ * then instance), filtered by `?state=`, `?mesh=`, `?instance=` and `?nacking=`, paged by `?limit=` and
+ * `?offset=`, with the filtered set counted by state and instance before paging; the live
+ * feed `GET /sessions/events`; one session; and what was last sent to a node.
  */
-export function registerSessionRoutes(app: FastifyInstance, sessions: ApiBackend['sessions']): void {
+export function registerSessionRoutes(app: FastifyInstance, { sessions, fleet }: Pick<ApiBackend, 'sessions' | 'fleet'>): void {
   app.get<{ Querystring: Record<string, unknown> }>('/sessions', async (request) => {
     const query = readSessionQuery(request.query);
-    const matching = sessions.list().filter((view) => matches(view, query));
-    matching.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
-    const end = query.limit === undefined ? undefined : query.offset + query.limit;
-    return { items: matching.slice(query.offset, end), total: matching.length };
+    return query.scope === 'fleet' ? page(fleetSource(await fleet.sessions()), query) : page(localSource(sessions), query);
+  });
+
+  const feed = new SessionFeed((listener) => sessions.watch(listener), FEED);
+  app.addHook('preClose', (done) => {
+    feed.close();
+    done();
+  });
+  app.get<{ Querystring: Record<string, unknown> }>('/sessions/events', (request, reply) => {
+    const node = single(request.query, 'node');
+    reply.hijack();
+    const response = reply.raw;
+    response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+    // Sent at once, so the browser's EventSource opens now rather than at the first change.
+    response.write('retry: 2000\n\n');
+    const remove = feed.add(eventStreamClient(response, node));
+    response.on('close', remove);
   });
 
   app.get<{ Params: { node: string } }>('/sessions/:node', async (request) => {
@@ -45,22 +75,111 @@ export function registerSessionRoutes(app: FastifyInstance, sessions: ApiBackend
   });
 }
 
-function matches(view: SessionView, query: SessionQuery): boolean {
-  if (query.state !== undefined && view.state !== query.state) return false;
+/**
+ * A feed client writing to an HTTP response. A client that does not keep up gets nothing more
+ * until its socket drains, then one `resync`: a slow browser costs the server no buffering.
+ */
+function eventStreamClient(response: ServerResponse, node: string | undefined): FeedClient {
+  let blocked = false;
+  let missed = false;
+  response.on('drain', () => {
+    blocked = false;
+    if (missed) {
+      missed = false;
+      blocked = !response.write(RESYNC_EVENT);
+    }
+  });
+  return {
+    ...(node !== undefined && { node }),
+    send(event) {
+      if (blocked) missed = true;
+      else blocked = !response.write(event);
+    },
+    end: () => response.end(),
+  };
+}
+
+/** One page of the sessions `query` selects, sorted by node then instance, with the counts of all of them. */
+function page<S extends SessionSummary>(source: SessionSource<S>, query: SessionQuery) {
+  const matching = source.summaries.filter((summary) => matches(summary, query, source));
+  matching.sort((a, b) => compare(a.node, b.node) || compare(a.instance, b.instance));
+  const end = query.limit === undefined ? undefined : query.offset + query.limit;
+  const items: SessionView[] = [];
+  for (const summary of matching.slice(query.offset, end)) {
+    const view = source.view(summary);
+    if (view !== undefined) items.push(view);
+  }
+  return { items, total: matching.length, counts: countsOf(matching) };
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Where `GET /sessions` reads: the facts to filter and count every session by, and the views of a page. */
+interface SessionSource<S extends SessionSummary> {
+  readonly summaries: readonly S[];
+  view(summary: S): SessionView | undefined;
+  nacking(summary: S): boolean;
+}
+
+/** This instance: views are built only for the page, as 10,000 per request would cost the event loop. */
+function localSource(sessions: ApiBackend['sessions']): SessionSource<SessionSummary> {
+  return {
+    summaries: sessions.summaries(),
+    view: ({ node }) => sessions.get(node),
+    nacking: ({ node }) => sessions.nacking(node),
+  };
+}
+
+/** The fleet: other instances' sessions arrive as saved views, so every view exists already. */
+function fleetSource(views: readonly SessionView[]): SessionSource<SessionSummary & { readonly view: SessionView }> {
+  return {
+    summaries: views.map((view) => ({ node: view.node, state: view.state, instance: view.instance, view })),
+    view: (summary) => summary.view,
+    nacking: (summary) => lastResponseNacked(summary.view.types),
+  };
+}
+
+function matches<S extends SessionSummary>(summary: S, query: SessionQuery, source: SessionSource<S>): boolean {
+  if (query.state !== undefined && summary.state !== query.state) return false;
+  if (query.instance !== undefined && summary.instance !== query.instance) return false;
   // Mesh and dataplane names are DNS labels, so the node id's first dot ends the mesh.
-  return query.mesh === undefined || view.node.startsWith(`${query.mesh}.`);
+  if (query.mesh !== undefined && !summary.node.startsWith(`${query.mesh}.`)) return false;
+  // Last: the only fact that costs more than a comparison.
+  return query.nacking === undefined || source.nacking(summary) === query.nacking;
+}
+
+function countsOf(summaries: readonly SessionSummary[]): SessionCounts {
+  const byState: Record<string, number> = {};
+  const byInstance: Record<string, number> = {};
+  for (const { state, instance } of summaries) {
+    byState[state] = (byState[state] ?? 0) + 1;
+    byInstance[instance] = (byInstance[instance] ?? 0) + 1;
+  }
+  return { byState, byInstance };
 }
 
 function readSessionQuery(query: Query): SessionQuery {
+  const scope = single(query, 'scope') ?? 'local';
+  if (scope !== 'local' && scope !== 'fleet') throw new InvalidQueryError('scope', `scope must be local or fleet; got ${scope}`);
   const state = single(query, 'state');
   if (state !== undefined && !Object.hasOwn(SESSION_STATES, state)) {
     throw new InvalidQueryError('state', `state must be one of ${Object.keys(SESSION_STATES).join(', ')}; got ${state}`);
   }
   const mesh = single(query, 'mesh');
+  const instance = single(query, 'instance');
+  const nacking = single(query, 'nacking');
+  if (nacking !== undefined && nacking !== 'true' && nacking !== 'false') {
+    throw new InvalidQueryError('nacking', `nacking must be true or false; got ${nacking}`);
+  }
   const limit = integer(query, 'limit', { min: 1 });
   return {
+    scope,
     ...(state !== undefined && { state: state as SessionState }),
     ...(mesh !== undefined && { mesh }),
+    ...(instance !== undefined && { instance }),
+    ...(nacking !== undefined && { nacking: nacking === 'true' }),
     ...(limit !== undefined && { limit }),
     offset: integer(query, 'offset', { min: 0 }) ?? 0,
   };

@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
 import { DEFAULTS, type ControlPlaneOptions } from '../control-plane-options.js';
+import { parseInspectorUrl, parseNodePattern } from '../machines/inspect-options.js';
 import { UsageError } from './errors.js';
 import {
   parseAddress,
   parseInstanceId,
   parseLogLevel,
+  parseOptionalDuration,
   parsePositiveDuration,
   parseDuration,
   parseRetention,
@@ -76,6 +78,38 @@ export const RUN_OPTIONS = {
     help: 'how long a disconnected session is kept',
     parse: parseDuration,
   },
+  recordInterval: {
+    flag: 'record-interval',
+    env: 'CHANCERY_RECORD_INTERVAL',
+    default: `${DEFAULTS.recordInterval}ms`,
+    value: 'DURATION',
+    help: "how often this instance saves its session records and heartbeat for the fleet's view (GET /sessions?scope=fleet)",
+    parse: parsePositiveDuration,
+  },
+  instanceTtl: {
+    flag: 'instance-ttl',
+    env: 'CHANCERY_INSTANCE_TTL',
+    default: `${DEFAULTS.instanceTtl}ms`,
+    value: 'DURATION',
+    help: 'an instance that has not saved for this long is dead, and its session records expire',
+    parse: parsePositiveDuration,
+  },
+  maxConnectionAge: {
+    flag: 'max-connection-age',
+    env: 'CHANCERY_MAX_CONNECTION_AGE',
+    default: DEFAULTS.maxConnectionAge,
+    value: 'off|DURATION',
+    help: 'end streams this old (±10%) with UNAVAILABLE so dataplanes reconnect and the fleet rebalances (Istio: 30m)',
+    parse: parseOptionalDuration,
+  },
+  drainPeriod: {
+    flag: 'drain-period',
+    env: 'CHANCERY_DRAIN_PERIOD',
+    default: `${DEFAULTS.drainPeriod}ms`,
+    value: 'DURATION',
+    help: 'on SIGTERM or SIGINT, end the open streams spread over this long, then exit',
+    parse: parseDuration,
+  },
   retention: {
     flag: 'retention',
     env: 'CHANCERY_RETENTION',
@@ -83,6 +117,22 @@ export const RUN_OPTIONS = {
     value: 'off|EVENTS|AGE',
     help: 'event history to keep: off (all), the newest EVENTS (100000), or an AGE (30d, 12h); older events become a checkpoint',
     parse: parseRetention,
+  },
+  inspect: {
+    flag: 'inspect',
+    env: 'CHANCERY_INSPECT',
+    default: undefined,
+    value: 'WS-URL',
+    help: "send the sessions chosen by --inspect-nodes live to a Stately inspector relay, such as createInspectorServer()'s ws://localhost:8080",
+    parse: parseInspectorUrl,
+  },
+  inspectNodes: {
+    flag: 'inspect-nodes',
+    env: 'CHANCERY_INSPECT_NODES',
+    default: undefined,
+    value: 'PATTERN',
+    help: 'node ids to inspect, comma-separated, * matching any characters (default.web-*,default.client); --inspect needs it',
+    parse: parseNodePattern,
   },
   logLevel: {
     flag: 'log-level',
@@ -152,8 +202,27 @@ export function controlPlaneOptionsOf(config: RunConfig, logger: Logger): Contro
     refreshInterval: config.refreshInterval,
     evictionGrace: config.evictionGrace,
     retention: config.retention,
+    recordInterval: config.recordInterval,
+    instanceTtl: config.instanceTtl,
+    maxConnectionAge: config.maxConnectionAge,
+    drainPeriod: config.drainPeriod,
+    ...inspectOf(config),
     logger,
   };
+}
+
+/**
+ * Live inspection needs both where to send and which sessions: inspecting every session is
+ * never a default (10,000 sessions would flood the inspector), and `*` must be asked for.
+ */
+function inspectOf(config: RunConfig): Pick<ControlPlaneOptions, 'inspect'> {
+  const { inspect: url, inspectNodes: nodes } = config;
+  if (url === undefined && nodes === undefined) return {};
+  if (url === undefined) throw new UsageError('--inspect-nodes needs --inspect WS-URL: where to send the sessions');
+  if (nodes === undefined) {
+    throw new UsageError('--inspect needs --inspect-nodes PATTERN (such as default.web-*): which sessions to send; none are by default');
+  }
+  return { inspect: { url, nodes } };
 }
 
 /** `--help` lines for a table's flags. */

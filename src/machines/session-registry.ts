@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
 import { Subject, type Observable } from 'rxjs';
-import { createActor, type Actor, type ActorOptions, type AnyEventObject, type InspectionEvent } from 'xstate';
+import { createActor, type Actor, type ActorOptions, type AnyEventObject, type InspectionEvent, type Observer } from 'xstate';
 import { decodeAny } from '../xds/decode.js';
 import type { Snapshot } from '../xds/snapshot.js';
 import type { StreamSink } from '../xds/stream-writer.js';
-import { SHORT_NAME } from '../xds/type-urls.js';
+import { SHORT_NAME, type TypeUrl } from '../xds/type-urls.js';
 import type { SessionEvent, SessionIntent, StreamInfo, TypedRequest } from './session-events.js';
 import { sessionMachine, type SessionMachine } from './session-machine.js';
-import type { SessionState, SessionView, TransitionRecord } from './session-view.js';
+import type { SessionState, SessionView, TransitionRecord, TypeStatus } from './session-view.js';
 import { viewOf } from './session-view-of.js';
 import { TransitionRing } from './transition-ring.js';
 
@@ -15,6 +15,9 @@ type Clock = NonNullable<ActorOptions<SessionMachine>['clock']>;
 
 /** Sessions told of a store change per turn of the event loop. */
 const FAN_OUT_SLICE = 256;
+
+/** ms between the slices of a drain. */
+const DRAIN_STEP = 100;
 
 export type GenerationResult =
   | { readonly ok: true; readonly snapshot: Snapshot }
@@ -35,6 +38,31 @@ export interface SessionRegistryOptions {
   readonly logger: Logger;
   /** Transitions kept per session for inspection. Default 32. */
   readonly historySize?: number;
+  /** Told of every state change and follow-up request (metrics); must be cheap. */
+  readonly observer?: SessionObserver;
+  /**
+   * Reads the store up to the log's end. Called before a node that arrives holding
+   * configuration is first answered: it may come from an instance whose store was ahead of
+   * this one's, and must not be sent less than it holds. Concurrent calls share their reads.
+   */
+  readonly catchUp?: () => Promise<unknown>;
+  /** Told which node's session changed: a transition, an ACK or a NACK (session records); must be cheap. */
+  readonly changed?: (node: string) => void;
+  /** An inspector to attach to the node's actor (live inspection), or undefined for none. */
+  readonly inspectorFor?: (node: string) => Observer<InspectionEvent> | undefined;
+}
+
+/** What the registry reports as it goes, with only bounded facts: no node ids. */
+export interface SessionObserver {
+  transition(from: SessionState, to: SessionState): void;
+  request(kind: FollowUpKind, typeUrl: TypeUrl): void;
+}
+
+/** What listing and counting sessions needs of each, without its view. */
+export interface SessionSummary {
+  readonly node: string;
+  readonly state: SessionState;
+  readonly instance: string;
 }
 
 /** The request kinds a stream sends after its first request. */
@@ -57,6 +85,8 @@ export class SessionRegistry {
   readonly #sessions = new Map<string, Session>();
   readonly #sinks = new Map<string, StreamSink>();
   readonly #views = new Subject<SessionView>();
+  /** Set while a stream opens whose node says it holds configuration (see `catchUp`). */
+  #arrivingHolding = false;
   /** Store changes still being told to sessions, slice by slice. */
   #fanOuts = 0;
 
@@ -76,11 +106,25 @@ export class SessionRegistry {
   open(stream: StreamInfo, sink: StreamSink, node: string, request: TypedRequest): void {
     this.#sinks.set(stream.id, sink);
     const session = this.#sessions.get(node) ?? this.#create(node);
-    session.actor.send({ type: 'stream.opened', at: this.#options.now(), stream, request });
+    // The session asks for its snapshot as it takes the stream, within this send.
+    this.#arrivingHolding = request.versionInfo !== '';
+    try {
+      session.actor.send({ type: 'stream.opened', at: this.#options.now(), stream, request });
+    } finally {
+      this.#arrivingHolding = false;
+    }
   }
 
   request(node: string, streamId: string, kind: FollowUpKind, request: TypedRequest): void {
-    this.#sessions.get(node)?.actor.send({ type: kind, at: this.#options.now(), streamId, request });
+    const session = this.#sessions.get(node);
+    if (!session) return;
+    this.#options.observer?.request(kind, request.typeUrl);
+    if (kind !== 'xds.requested') this.#options.changed?.(node);
+    if (this.#log.isLevelEnabled('debug')) {
+      const { typeUrl, versionInfo: version, responseNonce: nonce } = request;
+      this.#log.debug({ node, stream: streamId, kind, typeUrl, version, nonce }, 'request');
+    }
+    session.actor.send({ type: kind, at: this.#options.now(), streamId, request });
   }
 
   /** The stream ended. Only the session's current stream can disconnect it (I4). */
@@ -128,12 +172,71 @@ export class SessionRegistry {
 
   /** Ends every stream with UNAVAILABLE and evicts every session, at once. */
   shutdown(reason: string): void {
-    const event: SessionEvent = { type: 'shutdown.requested', at: this.#options.now(), reason };
-    for (const session of this.#sessions.values()) session.actor.send(event);
+    this.#shutDown([...this.#sessions.values()], reason);
+  }
+
+  /**
+   * Ends every stream with UNAVAILABLE and evicts every session, spread evenly over `period`
+   * ms, so that the fleet's reconnects reach the other instances as a flow, not a storm.
+   * Resolves once the last session was told.
+   */
+  drain(period: number, reason: string): Promise<void> {
+    const sessions = [...this.#sessions.values()];
+    const steps = Math.max(1, Math.min(sessions.length, Math.ceil(period / DRAIN_STEP)));
+    const perStep = Math.ceil(sessions.length / steps);
+    const clock = this.#options.clock ?? { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms) };
+    return new Promise((resolve) => {
+      let next = 0;
+      const step = () => {
+        this.#shutDown(sessions.slice(next, next + perStep), reason);
+        next += perStep;
+        if (next >= sessions.length) resolve();
+        else clock.setTimeout(step, period / steps);
+      };
+      step();
+    });
   }
 
   list(): SessionView[] {
     return [...this.#sessions.values()].map((session) => this.#view(session));
+  }
+
+  /**
+   * Every session's node, state and instance, read from its actor without building its view:
+   * a page of 10,000 sessions is chosen from these, and only the page's views are built.
+   */
+  summaries(): SessionSummary[] {
+    const instance = this.#options.instanceId;
+    const out: SessionSummary[] = [];
+    for (const [node, session] of this.#sessions) out.push({ node, state: session.actor.getSnapshot().value as SessionState, instance });
+    return out;
+  }
+
+  /** Sessions per state, every state included: what `/metrics` reports, without building views. */
+  counts(): Record<SessionState, number> {
+    const counts: Record<SessionState, number> = { connecting: 0, 'awaiting-snapshot': 0, serving: 0, disconnected: 0, evicted: 0 };
+    for (const session of this.#sessions.values()) counts[session.actor.getSnapshot().value as SessionState]++;
+    return counts;
+  }
+
+  /**
+   * Epoch ms at which the longest-waiting parked request arrived: a session in
+   * `awaiting-snapshot` has waited since its stream's first request. Undefined when none waits.
+   */
+  oldestParkedSince(): number | undefined {
+    let oldest: number | undefined;
+    for (const session of this.#sessions.values()) {
+      const { phase } = session.actor.getSnapshot().context;
+      if (phase.state === 'awaiting-snapshot' && (oldest === undefined || phase.stream.openedAt < oldest)) oldest = phase.stream.openedAt;
+    }
+    return oldest;
+  }
+
+  /** Whether the node's last response of some type was NACKed (its latest nonce sent was refused). */
+  nacking(node: string): boolean {
+    const phase = this.#sessions.get(node)?.actor.getSnapshot().context.phase;
+    if (phase === undefined) return false;
+    return lastResponseNacked('ledger' in phase ? phase.ledger.status() : phase.state === 'disconnected' ? phase.types : {});
   }
 
   get(node: string): SessionView | undefined {
@@ -160,10 +263,12 @@ export class SessionRegistry {
     const { evictionGrace, clock, historySize = 32 } = this.#options;
     const history = new TransitionRing(historySize);
     let state: SessionState = 'connecting';
+    const inspector = this.#options.inspectorFor?.(node);
     const actor = createActor(sessionMachine, {
       input: { node, evictionGrace },
       ...(clock && { clock }),
       inspect: (inspection: InspectionEvent) => {
+        inspector?.next?.(inspection);
         if (inspection.type !== '@xstate.snapshot' || inspection.actorRef !== actor) return;
         const to = (inspection.snapshot as ReturnType<typeof actor.getSnapshot>).value as SessionState;
         if (to === state) return;
@@ -191,16 +296,22 @@ export class SessionRegistry {
   #carryOut(node: string, session: Session, intent: SessionIntent): void {
     switch (intent.type) {
       case 'generate': {
-        const result = this.#options.generate(node);
-        const at = this.#options.now();
-        session.actor.send(
-          result.ok
-            ? { type: 'snapshot.generated', at, snapshot: result.snapshot }
-            : { type: 'snapshot.failed', at, revision: this.#options.revision(), error: result.error },
+        const { catchUp } = this.#options;
+        if (!this.#arrivingHolding || catchUp === undefined) return this.#generate(node, session);
+        void catchUp().then(
+          () => this.#sessions.get(node) === session && this.#generate(node, session),
+          (error: unknown) => {
+            this.#log.warn({ err: error, node }, 'store catch-up before answering a returning node failed; answering from this projection');
+            if (this.#sessions.get(node) === session) this.#generate(node, session);
+          },
         );
         return;
       }
       case 'send':
+        if (this.#log.isLevelEnabled('debug')) {
+          const { typeUrl, version, nonce, resources } = intent.response;
+          this.#log.debug({ node, stream: intent.streamId, typeUrl, version, nonce, resources: resources.length }, 'push');
+        }
         this.#sinks.get(intent.streamId)?.send(intent.response);
         return;
       case 'end':
@@ -224,6 +335,21 @@ export class SessionRegistry {
     }
   }
 
+  #shutDown(sessions: readonly Session[], reason: string): void {
+    const event: SessionEvent = { type: 'shutdown.requested', at: this.#options.now(), reason };
+    for (const session of sessions) session.actor.send(event);
+  }
+
+  #generate(node: string, session: Session): void {
+    const result = this.#options.generate(node);
+    const at = this.#options.now();
+    session.actor.send(
+      result.ok
+        ? { type: 'snapshot.generated', at, snapshot: result.snapshot }
+        : { type: 'snapshot.failed', at, revision: this.#options.revision(), error: result.error },
+    );
+  }
+
   #end(streamId: string, status: Parameters<StreamSink['end']>[0]): void {
     const sink = this.#sinks.get(streamId);
     this.#sinks.delete(streamId);
@@ -240,6 +366,8 @@ export class SessionRegistry {
       ...(detail && { detail }),
     };
     session.history.push(record);
+    this.#options.observer?.transition(from, to);
+    this.#options.changed?.(node);
     if (this.#log.isLevelEnabled('debug')) this.#log.debug({ node, from, to, event: event.type, ...detail }, 'session transition');
     this.#publish(session);
   }
@@ -258,10 +386,22 @@ export class SessionRegistry {
   }
 }
 
+/** Whether some type's latest response (the last nonce sent) was NACKed rather than ACKed or unanswered. */
+export function lastResponseNacked(types: Readonly<Record<string, TypeStatus>>): boolean {
+  for (const type in types) {
+    const { sent, nacked } = types[type]!;
+    if (sent !== undefined && nacked?.nonce === sent.nonce) return true;
+  }
+  return false;
+}
+
 function detailOf(event: SessionEvent): Record<string, string | number> | undefined {
   switch (event.type) {
-    case 'stream.opened':
-      return { stream: event.stream.id, peer: event.stream.peer, typeUrl: event.request.typeUrl };
+    case 'stream.opened': {
+      // A reconnecting node's first request names the version it already holds.
+      const { typeUrl, versionInfo } = event.request;
+      return { stream: event.stream.id, peer: event.stream.peer, typeUrl, ...(versionInfo !== '' && { version: versionInfo }) };
+    }
     case 'stream.closed':
       return { stream: event.streamId, reason: event.reason };
     case 'snapshot.generated':

@@ -187,6 +187,10 @@ class EventSourcedStore implements ResourceStore {
     return type === 'Mesh' ? states.map((state) => state.mesh) : states.flatMap((state) => byName(state.dataplanes));
   }
 
+  refresh(): Promise<Projection> {
+    return this.#feed.refresh();
+  }
+
   async getAt(key: ResourceKey, revision: Seq): Promise<Stored<Resource> | undefined> {
     this.#assertRunning(`reading ${describeKey(key)} at revision ${revision}`);
     if (revision > this.projection.revision) {

@@ -166,6 +166,11 @@ export interface ResourceStore {
   /** Why the last catch-up failed, while it keeps failing (the reason `/readyz` can give). */
   readonly failure: StoreUnavailableError | undefined;
   readonly projection: Projection;
+  /**
+   * Reads the log to its end now and resolves with the projection after it; concurrent calls
+   * share their reads. Rejects with `StoreUnavailableError` when the log cannot be read.
+   */
+  refresh(): Promise<Projection>;
   /** Emits the current projection on subscribe, then each newer one, in revision order. */
   readonly projections: Observable<Projection>;
   /**

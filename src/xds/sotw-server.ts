@@ -31,7 +31,17 @@ export interface XdsServerOptions {
   readonly now: () => number;
   /** Told of every response written, for metrics and tests. */
   readonly onSent?: (node: string, response: XdsResponse, bytes: number) => void;
+  /**
+   * ms after which a stream is ended with UNAVAILABLE, ±10% jitter, so that a fleet
+   * rebalances across instances after a scale-out (Istio's MaxConnectionAge); undefined: never.
+   */
+  readonly maxConnectionAge?: number;
+  /** In [0, 1): the jitter's source. Default `Math.random`. */
+  readonly random?: () => number;
 }
+
+/** What an ended stream's client is told: reconnect, to this instance or another. */
+const RECONNECT = 'UNAVAILABLE';
 
 /**
  * The xDS gRPC server: ADS State-of-the-World. It translates wire messages into session
@@ -41,14 +51,23 @@ export interface XdsServerOptions {
  */
 export class XdsServer {
   readonly #options: XdsServerOptions;
-  readonly #server = new Server({ 'grpc.max_concurrent_streams': 100_000 });
+  readonly #server: Server;
   readonly #encoder: ResponseEncoder;
   /** Open streams, including those whose first request has not arrived yet. */
   readonly #open = new Set<StreamWriter>();
   #streams = 0;
+  #draining = false;
 
   constructor(options: XdsServerOptions) {
     this.#options = options;
+    const age = options.maxConnectionAge;
+    this.#server = new Server({
+      'grpc.max_concurrent_streams': 100_000,
+      // The connection is told GOAWAY (grpc-js adds ±10%) before its stream is ended, so the
+      // client reconnects on a new connection, which a load balancer may send elsewhere. The
+      // grace only backs up the stream's own end.
+      ...(age !== undefined && { 'grpc.max_connection_age_ms': Math.round(age * 0.8), 'grpc.max_connection_age_grace_ms': Math.round(age * 0.4) }),
+    });
     this.#encoder = new ResponseEncoder(options.instanceId);
     const unimplemented = (what: string) => (call: ServerDuplexStream<unknown, unknown>) =>
       call.emit('error', { code: grpcStatus.UNIMPLEMENTED, details: `${what} is not implemented by Chancery; use ADS StreamAggregatedResources (State of the World)` });
@@ -81,11 +100,20 @@ export class XdsServer {
   }
 
   /**
+   * Starts draining: new streams are refused with UNAVAILABLE and connections are told GOAWAY,
+   * so clients reconnect to other instances; open streams go on until their sessions end them.
+   */
+  drain(): void {
+    this.#draining = true;
+    this.#server.tryShutdown(() => {});
+  }
+
+  /**
    * Ends every stream still open with UNAVAILABLE (sessions have ended theirs), then waits for
    * the calls to finish, forcing after `timeoutMs`.
    */
   close(timeoutMs = 5_000): Promise<void> {
-    for (const writer of this.#open) writer.end({ code: 'UNAVAILABLE', message: 'control plane shutting down; reconnect to another instance' });
+    for (const writer of this.#open) writer.end({ code: RECONNECT, message: 'control plane shutting down; reconnect to another instance' });
     return new Promise((resolve) => {
       const force = setTimeout(() => {
         this.#server.forceShutdown();
@@ -103,11 +131,17 @@ export class XdsServer {
     const streamId = `${instanceId}/${++this.#streams}`;
     let node: string | undefined;
     const writer = new StreamWriter(call, this.#encoder, onSent && ((response, bytes) => onSent(node ?? '', response, bytes)));
+    if (this.#draining) {
+      writer.end({ code: RECONNECT, message: `instance ${instanceId} is draining; reconnect to another instance` });
+      return;
+    }
     this.#open.add(writer);
+    const aged = this.#ageLimit(writer);
     let closed = false;
     const close = (reason: string) => {
       if (closed) return;
       closed = true;
+      if (aged) clearTimeout(aged);
       this.#open.delete(writer);
       writer.closed();
       if (node !== undefined) gateway.close(node, streamId, reason);
@@ -129,7 +163,7 @@ export class XdsServer {
           return close('no node id');
         }
         node = request.nodeId;
-        logger.debug({ node, stream: streamId, peer: call.getPeer() }, 'stream opened');
+        logger.debug({ node, stream: streamId, peer: call.getPeer(), typeUrl: typed.typeUrl }, 'stream opened');
         gateway.open({ id: streamId, peer: call.getPeer(), openedAt: now() }, writer, node, typed);
         return;
       }
@@ -143,5 +177,17 @@ export class XdsServer {
     call.on('cancelled', () => close('stream cancelled'));
     call.on('error', (error: Error) => close(`stream error: ${error.message}`));
     call.on('close', () => close('stream closed'));
+  }
+
+  /** Ends the stream once it reaches the maximum connection age, with jitter; no timer without one. */
+  #ageLimit(writer: StreamWriter): NodeJS.Timeout | undefined {
+    const { maxConnectionAge: age, random = Math.random } = this.#options;
+    if (age === undefined) return undefined;
+    const timer = setTimeout(
+      () => writer.end({ code: RECONNECT, message: `stream reached the maximum connection age (${age} ms); reconnect` }),
+      age * (0.9 + 0.2 * random()),
+    );
+    timer.unref();
+    return timer;
   }
 }

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { NEVER } from 'rxjs';
 import { type ApiBackend, type ApiServerOptions, createApiServer } from '../../src/api/index.js';
+import { lastResponseNacked } from '../../src/machines/session-registry.js';
 import type { SessionView } from '../../src/machines/session-view.js';
 import { createMemoryStore, type ResourceStore, type Retention } from '../../src/store/index.js';
 
@@ -44,6 +45,8 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
     instanceId: 'test',
     store,
     sessions: options.sessions ?? fakeSessions([]),
+    // A lone instance: its fleet is its own sessions.
+    fleet: { sessions: async () => (options.sessions ?? fakeSessions([])).list(), instances: async () => [] },
     ready: () => store.ready,
   };
   const serverOptions: ApiServerOptions = { logger: pino({ level: 'info' }, sink), bodyLimit: options.bodyLimit };
@@ -74,6 +77,10 @@ export function fakeSessions(
   return {
     list: () => views,
     get: (node) => views.find((view) => view.node === node),
+    summaries: () => views.map(({ node, state, instance }) => ({ node, state, instance })),
+    nacking: (node) => lastResponseNacked(views.find((view) => view.node === node)?.types ?? {}),
+    // Fixed views never change.
+    watch: () => () => {},
     lastSent: (node) => lastSent[node],
   };
 }

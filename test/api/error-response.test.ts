@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ERROR_STATUS, errorResponse } from '../../src/api/index.js';
-import { type ApiHarness, dataplaneBody, putJson, startApi } from './api-harness.js';
+import { type ApiHarness, dataplaneBody, fakeSessions, putJson, startApi } from './api-harness.js';
 
 let api: ApiHarness | undefined;
 afterEach(async () => {
@@ -27,11 +27,10 @@ describe('errorResponse', () => {
   it('answers 500 for a failing handler and logs the error with its stack', async () => {
     api = await startApi({
       sessions: {
-        list: () => {
+        ...fakeSessions([]),
+        summaries: () => {
           throw new Error('registry exploded');
         },
-        get: () => undefined,
-        lastSent: () => undefined,
       },
     });
     const response = await fetch(`${api.url}/sessions`);

@@ -1,4 +1,6 @@
+import { type ClientRequest, get, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { SessionView } from '../../src/machines/session-view.js';
 import { type ApiHarness, fakeSessions, sessionView, startApi } from './api-harness.js';
 
 const VIEWS = [
@@ -80,3 +82,178 @@ describe('GET /sessions/{node}', () => {
     expect((await getJson('/sessions/default.nobody/xds')).status).toBe(404);
   });
 });
+
+describe('GET /sessions over a fleet: instance and NACKing filters, counts, views only for the page', () => {
+  const LDS = 'type.googleapis.com/envoy.config.listener.v3.Listener';
+  const sent = (nonce: string) => ({ version: `v${nonce}`, nonce, resources: 1, at: '2026-01-05T10:00:00.000Z' });
+  const nacked = (nonce: string) => ({ version: `v${nonce}`, nonce, message: 'port 0 is invalid', at: '2026-01-05T10:00:00.000Z' });
+  const subscription = { wildcard: true, names: [] };
+  const FLEET = [
+    // Its latest LDS response was NACKed.
+    sessionView('default.web-1', 'serving', { instance: 'a', types: { LDS: { typeUrl: LDS, subscription, sent: sent('2'), nacked: nacked('2') } } }),
+    // NACKed once, then sent a newer version: not NACKing any more.
+    sessionView('default.web-2', 'serving', { instance: 'a', types: { LDS: { typeUrl: LDS, subscription, sent: sent('3'), nacked: nacked('2') } } }),
+    sessionView('default.backend-1', 'awaiting-snapshot', { instance: 'b' }),
+    sessionView('default.backend-2', 'serving', { instance: 'b' }),
+    sessionView('payments.ledger-1', 'disconnected', { instance: 'b', types: { LDS: { typeUrl: LDS, subscription, sent: sent('5'), nacked: nacked('5') } } }),
+  ];
+  let built: string[] = [];
+
+  async function fleetJson(path: string): Promise<{ status: number; body: Record<string, unknown> }> {
+    const sessions = fakeSessions(FLEET);
+    api ??= await startApi({
+      sessions: {
+        ...sessions,
+        list: () => {
+          throw new Error('GET /sessions must not build every view');
+        },
+        get: (node) => {
+          built.push(node);
+          return sessions.get(node);
+        },
+      },
+    });
+    built = [];
+    const response = await fetch(`${api.url}${path}`);
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  }
+
+  it('keeps the sessions whose latest response of some type was NACKed, or the others', async () => {
+    expect(nodes((await fleetJson('/sessions?nacking=true')).body)).toEqual(['default.web-1', 'payments.ledger-1']);
+    expect(nodes((await fleetJson('/sessions?nacking=false')).body)).toEqual(['default.backend-1', 'default.backend-2', 'default.web-2']);
+  });
+
+  it('filters by instance, and combines every filter', async () => {
+    expect(nodes((await fleetJson('/sessions?instance=b')).body)).toEqual(['default.backend-1', 'default.backend-2', 'payments.ledger-1']);
+    expect(nodes((await fleetJson('/sessions?instance=a&mesh=default&state=serving&nacking=true')).body)).toEqual(['default.web-1']);
+    expect((await fleetJson('/sessions?instance=c')).body).toEqual({ items: [], total: 0, counts: { byState: {}, byInstance: {} } });
+  });
+
+  it('counts the filtered sessions by state and by instance before paging', async () => {
+    const { body } = await fleetJson('/sessions?mesh=default&limit=1&offset=1');
+    expect(nodes(body)).toEqual(['default.backend-2']);
+    expect(body.total).toBe(4);
+    expect(body.counts).toEqual({ byState: { serving: 3, 'awaiting-snapshot': 1 }, byInstance: { a: 2, b: 2 } });
+  });
+
+  it('builds the views of the page only', async () => {
+    const { body } = await fleetJson('/sessions?limit=2&offset=2');
+    expect(nodes(body)).toEqual(['default.web-1', 'default.web-2']);
+    expect(built).toEqual(['default.web-1', 'default.web-2']);
+    expect(nodes((await fleetJson('/sessions?offset=9')).body)).toEqual([]);
+    expect(built).toEqual([]);
+  });
+
+  it.each([
+    ['/sessions?nacking=yes', 'nacking'],
+    ['/sessions?nacking=true&nacking=false', 'nacking'],
+    ['/sessions?instance=a&instance=b', 'instance'],
+    ['/sessions?scope=everywhere', 'scope'],
+  ])('refuses %s naming the %s parameter', async (path, field) => {
+    const { status, body } = await fleetJson(path);
+    expect(status).toBe(400);
+    expect(body).toMatchObject({ code: 'CHANCERY_API_INVALID_QUERY', field });
+    expect(body.reason).toContain(field);
+  });
+});
+
+describe('GET /sessions/events', () => {
+  /** The sessions' views, pushed by the test as the registry would publish them. */
+  const listeners = new Set<(view: SessionView) => void>();
+  const publish = (view: SessionView) => {
+    for (const listener of listeners) listener(view);
+  };
+  let onUnwatch = () => {};
+  const streams: ClientRequest[] = [];
+  afterEach(() => {
+    for (const stream of streams.splice(0)) stream.destroy();
+  });
+
+  /** Opens the feed with node:http (fetch keeps a spare idle connection that would hold the server's close up). */
+  async function subscribe(query = ''): Promise<AsyncIterator<{ event: string; data: unknown }>> {
+    api ??= await startApi({
+      sessions: {
+        ...fakeSessions(VIEWS),
+        watch: (listener) => {
+          listeners.add(listener);
+          return () => {
+            listeners.delete(listener);
+            onUnwatch();
+          };
+        },
+      },
+    });
+    const request = get(`${api.url}/sessions/events${query}`);
+    streams.push(request);
+    const response = await new Promise<IncomingMessage>((resolve) => request.on('response', resolve));
+    expect(response.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    return serverSentEvents(response);
+  }
+
+  it('sends each changed session once per batch, at its latest, without transitions', async () => {
+    const events = await subscribe();
+    const transitions = [{ at: '2026-01-05T10:00:00.000Z', event: 'stream.closed', from: 'serving' as const, to: 'disconnected' as const }];
+    publish(sessionView('default.web-1', 'disconnected', { transitions }));
+    publish(sessionView('default.web-1', 'evicted', { transitions }));
+    publish(sessionView('default.web-2', 'serving'));
+
+    const { value } = await events.next();
+    expect(value).toEqual({
+      event: 'sessions',
+      data: { views: [{ node: 'default.web-1', state: 'evicted', instance: 'test', types: {} }, { node: 'default.web-2', state: 'serving', instance: 'test', types: {} }] },
+    });
+  });
+
+  it('sends one node\'s full view to a client that asks for that node only', async () => {
+    const events = await subscribe('?node=default.web-2');
+    const transitions = [{ at: '2026-01-05T10:00:00.000Z', event: 'snapshot.generated', from: 'awaiting-snapshot' as const, to: 'serving' as const }];
+    publish(sessionView('default.web-1', 'disconnected'));
+    publish(sessionView('default.web-2', 'serving', { transitions }));
+
+    const { value } = await events.next();
+    expect(value).toEqual({ event: 'session', data: sessionView('default.web-2', 'serving', { transitions }) });
+  });
+
+  it('tells clients to refetch rather than send a batch of more than 500 sessions', async () => {
+    const events = await subscribe();
+    for (let i = 0; i < 501; i++) publish(sessionView(`default.web-${i}`, 'serving'));
+
+    expect((await events.next()).value).toEqual({ event: 'resync', data: {} });
+  });
+
+  it('watches the sessions only while a client listens', async () => {
+    await subscribe();
+    await subscribe('?node=default.web-1');
+    expect(listeners.size).toBe(1);
+    const unwatched = new Promise<void>((resolve) => {
+      onUnwatch = resolve;
+    });
+    for (const stream of streams.splice(0)) stream.destroy();
+    await unwatched;
+    expect(listeners.size).toBe(0);
+  });
+
+  it('ends every event stream when the server closes, so closing does not wait for browsers', async () => {
+    const events = await subscribe();
+    await api?.close();
+    api = undefined;
+    expect(await events.next()).toEqual({ done: true, value: undefined });
+    expect(listeners.size).toBe(0);
+  });
+});
+
+/** Parses a text/event-stream body into `{ event, data }`, skipping events without data (`retry:`). */
+async function* serverSentEvents(body: AsyncIterable<Buffer>): AsyncGenerator<{ event: string; data: unknown }> {
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for await (const chunk of body) {
+    buffered += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buffered.indexOf('\n\n')) !== -1) {
+      const block = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const fields = new Map(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]));
+      if (fields.has('data')) yield { event: fields.get('event') ?? 'message', data: JSON.parse(fields.get('data')!) };
+    }
+  }
+}

@@ -22,9 +22,21 @@ describe('the run option table', () => {
       store: 'pglite:./.chancery/data',
       refreshInterval: 1000,
       evictionGrace: 10_000,
+      recordInterval: 1_000,
+      instanceTtl: 15_000,
+      maxConnectionAge: 'off',
+      drainPeriod: 5_000,
       retention: 'off',
       logLevel: 'info',
     });
+  });
+
+  it('reads --max-connection-age as off or a duration, and refuses anything else naming the flag', () => {
+    expect(resolve({ 'max-connection-age': '30m' }).maxConnectionAge).toBe(1_800_000);
+    expect(resolve({}, { CHANCERY_MAX_CONNECTION_AGE: 'off' }).maxConnectionAge).toBe('off');
+    expect(() => resolve({ 'max-connection-age': '0s' })).toThrow(/--max-connection-age: must be longer than 0/);
+    expect(() => resolve({ 'max-connection-age': 'soon' })).toThrow(/--max-connection-age: expected a duration/);
+    expect(() => resolve({}, { CHANCERY_INSTANCE_TTL: '-1s' })).toThrow(/CHANCERY_INSTANCE_TTL \(--instance-ttl\): expected a duration/);
   });
 
   it('takes a variable over the default and a flag over the variable', () => {
@@ -75,6 +87,10 @@ describe('the run option table', () => {
       refreshInterval: 250,
       evictionGrace: 10_000,
       retention: 'off',
+      recordInterval: 1_000,
+      instanceTtl: 15_000,
+      maxConnectionAge: 'off',
+      drainPeriod: 5_000,
       logger,
     });
     expect('instanceId' in options).toBe(false);

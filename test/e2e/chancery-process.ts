@@ -11,6 +11,8 @@ export interface ChanceryProcess {
   readonly url: string;
   /** `127.0.0.1:<port>` of its xDS server, from its start line. */
   readonly xds: string;
+  /** Its instance id, from its start line. */
+  readonly instanceId: string;
   /** Everything it printed so far, for failure messages. */
   output(): string;
   /** Sends SIGTERM; resolves with the exit code once it has exited. */
@@ -45,18 +47,19 @@ export async function startChancery(args: readonly string[]): Promise<ChanceryPr
 
   let output = '';
   child.stderr!.setEncoding('utf8').on('data', (text: string) => (output += text));
-  const started = new Promise<{ api: string; xds: string }>((resolve, reject) => {
+  const started = new Promise<{ api: string; xds: string; instanceId: string }>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       output += `${line}\n`;
       const entry = parseLine(line);
-      if (entry?.['msg'] === 'chancery started') resolve({ api: String(entry['api']), xds: String(entry['xds']) });
+      if (entry?.['msg'] === 'chancery started') resolve({ api: String(entry['api']), xds: String(entry['xds']), instanceId: String(entry['instance']) });
     });
     void exited.then(({ code, signal }) => reject(new Error(`chancery run exited (${code ?? signal}) before it started:\n${output}`)));
   });
-  const { api, xds } = await started;
+  const { api, xds, instanceId } = await started;
   return {
     url: `http://${api}`,
     xds,
+    instanceId,
     output: () => output,
     async stop() {
       child.kill('SIGTERM');
@@ -86,10 +89,10 @@ function parseLine(line: string): Record<string, unknown> | undefined {
   }
 }
 
-/** Sends a request and reads the JSON answer (undefined for 204). */
 /** A JSON answer, read loosely: each test states the fields it relies on. */
 export type Answer = { readonly status: number; readonly body: any };
 
+/** Sends a request and reads the JSON answer (undefined for 204). */
 export async function call(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
   const response = await fetch(url, {
     method,

@@ -4,10 +4,12 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { createControlPlane, type ControlPlane } from '../../src/index.js';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
+import type { EventLog } from '../../src/store/types.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 import { AdsStream } from '../support/ads-client.js';
 import { backendDataplane } from '../support/harness.js';
 import { eventually } from '../support/traffic.js';
+import { ScriptedLog } from '../store/scripted-log.js';
 import { envoyDataplane, namesOf, sessionIn } from '../xds/fixtures.js';
 
 /**
@@ -32,7 +34,7 @@ afterEach(async () => {
   for (const cp of running.splice(0)) await cp.stop();
 });
 
-async function instance(log: MemoryEventLog, id: string): Promise<Instance> {
+async function instance(log: EventLog, id: string): Promise<Instance> {
   const clock = new SimulatedClock();
   const save = new Subject<void>();
   const cp = createControlPlane({
@@ -50,10 +52,20 @@ async function instance(log: MemoryEventLog, id: string): Promise<Instance> {
   return { cp, clock, save };
 }
 
-/** Connects as Envoy does (CDS, EDS, LDS, each ACKed) straight to one instance. */
-async function envoy(target: Instance): Promise<AdsStream> {
+/**
+ * Connects as Envoy does (CDS, EDS, LDS, each ACKed) straight to one instance; with `held`,
+ * as an Envoy that reconnects holding those CDS and LDS versions.
+ */
+async function envoy(target: Instance, held?: { cds: string; lds: string }): Promise<AdsStream> {
   const stream = AdsStream.open(target.cp.addresses.xds);
   streams.push(stream);
+  if (held) {
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: held.cds });
+    stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
+    stream.send({ typeUrl: LISTENER, versionInfo: held.lds });
+    await sessionIn(target.cp, NODE, 'serving');
+    return stream;
+  }
   stream.send({ typeUrl: CLUSTER, nodeId: NODE });
   stream.ack(await stream.nextResponse());
   stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
@@ -153,5 +165,28 @@ describe('session records: every instance sees which instance serves which node'
     running.splice(running.indexOf(a.cp), 1);
     expect(await b.cp.fleetSessions()).toEqual([]);
     expect((await b.cp.instances()).map((i) => i.id)).toEqual(['b']);
+  });
+
+  it('answers a node arriving from an instance whose store was ahead from the log’s end, never with less than it holds', async () => {
+    const log = new MemoryEventLog();
+    const a = await instance(log, 'a');
+    await a.cp.apply(backendDataplane('backend-1', 10001));
+    await a.cp.apply(backendDataplane('payments-1', 10003, 'payments'));
+    await a.cp.apply(envoyDataplane('web-1'));
+    // B starts from the log as it is, then hears of no append by itself: its projection stays
+    // behind until it reads the log (a lost wake-up, or a feed a few ms behind A's writes).
+    const b = await instance(new ScriptedLog({ inner: log, loseWakeups: true }), 'b');
+    await a.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+    const first = await envoy(a);
+    const clusters = first.responses.find((r) => r.typeUrl === CLUSTER)!;
+    const listeners = first.responses.find((r) => r.typeUrl === LISTENER)!;
+    expect(namesOf(clusters)).toEqual(['backend', 'localhost:9002', 'payments']);
+    expect(b.cp.store.projection.revision).toBeLessThan(a.cp.store.projection.revision);
+    first.close();
+
+    const moved = await envoy(b, { cds: clusters.versionInfo, lds: listeners.versionInfo });
+    // What it holds is current: B does not send CDS or LDS again, and certainly not fewer.
+    expect(moved.responses.filter((r) => r.typeUrl === CLUSTER || r.typeUrl === LISTENER)).toEqual([]);
+    expect(b.cp.session(NODE)!.revision).toBe(a.cp.store.projection.revision);
   });
 });

@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { SimulatedClock } from 'xstate';
-import { createApiServer, type ApiServer } from '../../src/api/index.js';
+import { createApiServer, registrySessions, type ApiServer } from '../../src/api/index.js';
 import { SessionRegistry, type GenerationResult } from '../../src/machines/session-registry.js';
 import { generate, validate } from '../../src/mesh/index.js';
 import { createMemoryStore, type ResourceStore } from '../../src/store/index.js';
@@ -52,7 +52,8 @@ export async function startGatedPlane(evictionGrace: number): Promise<GatedPlane
     {
       instanceId: 'model',
       store,
-      sessions: { list: () => registry.list(), get: (node) => registry.get(node), lastSent: (node) => registry.lastSent(node) },
+      sessions: registrySessions(registry),
+      fleet: { sessions: async () => registry.list(), instances: async () => [] },
       ready: () => store.ready,
     },
     { logger },

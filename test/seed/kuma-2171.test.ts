@@ -251,6 +251,8 @@ describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave
 
     h.clock.increment(10_000);
     expect(h.cp.listSessions()).toHaveLength(0);
+    // The sessions' records for the fleet's view go with the next save (every second).
+    await vi.waitFor(async () => expect(await h.cp.fleetSessions()).toHaveLength(0), { timeout: 5_000, interval: 100 });
     const after = await settleHeap();
     expect(served.refs.filter((ref) => ref.deref() !== undefined)).toHaveLength(0);
     // 10,000 disconnected sessions hold about 70 MB; evicted, they leave about 3 MB (JIT code, pools).

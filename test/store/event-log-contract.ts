@@ -404,7 +404,8 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
         expect(await compactTo({ events: 3 })).toEqual({ previous: 0, horizon: 7 });
         const checkpoint = await log.readCheckpoint();
         expect(checkpoint.seq).toBe(7);
-        expect(projectionOf(checkpoint)).toEqual(applyEvents(emptyProjection(), all.slice(0, 7)));
+        // A checkpoint keeps the resources, not when its last event was written (`at`).
+        expect(projectionOf(checkpoint)).toEqual({ ...applyEvents(emptyProjection(), all.slice(0, 7)), at: undefined });
         expect(await log.readAfter(asSeq(7), 100)).toEqual(all.slice(7));
       });
 

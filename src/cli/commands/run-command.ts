@@ -12,8 +12,9 @@ export const runCommand: Command = {
   summary: 'run a control plane (what npm start does)',
   help: `Usage: chancery run [options]
 
-Serves xDS to dataplanes and the HTTP API until SIGINT or SIGTERM, then stops gracefully:
-streams end with UNAVAILABLE so dataplanes reconnect elsewhere. Logs are JSON lines on stdout.
+Serves xDS to dataplanes and the HTTP API until SIGINT or SIGTERM, then drains: new
+streams are refused, open ones end with UNAVAILABLE spread over --drain-period so
+dataplanes reconnect to other instances gradually, and it exits. Logs are JSON lines on stdout.
 Each option can also be set by its environment variable; a flag wins over the variable.
 
 Options:
@@ -36,7 +37,7 @@ ${describeOptions(RUN_OPTIONS).join('\n')}
     }
     const signal = await io.stopRequested();
     logger.info({ signal }, 'stopping');
-    await controlPlane.stop();
+    await controlPlane.drain();
     return EXIT.ok;
   },
 };

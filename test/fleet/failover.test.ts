@@ -1,0 +1,222 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import { call, type ChanceryProcess, killAll, startChancery } from '../e2e/chancery-process.js';
+import { type EchoBackend, startEchoBackend } from '../support/echo-backend.js';
+import { backendDataplane, clientDataplane } from '../support/harness.js';
+import { ReconnectingEnvoy } from '../support/reconnecting-envoy.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { eventually, pause, Traffic } from '../support/traffic.js';
+import { createXdsEchoClient } from '../support/xds-client.js';
+import { startTestPostgres, type TestPostgres } from '../store/test-postgres.js';
+import { envoyDataplane, namesOf } from '../xds/fixtures.js';
+
+/**
+ * The seed scenario (kuma#2171, issue 4) end to end: `chancery run` instances sharing one real
+ * Postgres behind a real TCP round-robin balancer, a real `@grpc/grpc-js-xds` client sending
+ * RPCs to real grpc-js backends, and an Envoy-like ADS client that reconnects through the
+ * balancer after every cut and checks every response it gets.
+ */
+
+const CLIENT = 'default.client';
+const ENVOY = 'default.web-1';
+const CLUSTERS = ['backend', 'localhost:9002'];
+const LISTENERS = ['inbound:127.0.0.1:10002', 'outbound:127.0.0.1:20001'];
+/** An instance is dead this long after its last save: short, so expiry is seen within a test. */
+const INSTANCE_TTL = '1500ms';
+
+let postgres: TestPostgres;
+const cleanups: Array<() => unknown> = [];
+
+beforeAll(async () => {
+  postgres = await startTestPostgres();
+});
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  await killAll();
+});
+
+afterAll(async () => {
+  await postgres?.stop();
+});
+
+interface Fleet {
+  readonly instances: ChanceryProcess[];
+  readonly balancer: TcpProxy;
+  readonly backends: EchoBackend[];
+}
+
+/** `count` instances on a new database behind a balancer, with backend-1 and backend-2 registered. */
+async function startFleet(count: number, { ttl = INSTANCE_TTL, args = [] as readonly string[] } = {}): Promise<Fleet> {
+  const database = await postgres.newDatabase();
+  const common = ['--store', database, '--record-interval', '100ms', '--instance-ttl', ttl, '--eviction-grace', '2s', ...args];
+  // One at a time: the first migrates the schema; the rest find it done either way.
+  const instances: ChanceryProcess[] = [];
+  for (let i = 0; i < count; i++) instances.push(await startChancery([...common, '--instance-id', `instance-${i}`]));
+  const balancer = await startTcpProxy(instances.map((instance) => instance.xds));
+  cleanups.push(() => balancer.close());
+  const backends = await Promise.all(['backend-1', 'backend-2', 'backend-3'].map(startEchoBackend));
+  cleanups.push(() => Promise.all(backends.map((backend) => backend.stop())));
+  const api = instances[0]!.url;
+  for (const resource of [clientDataplane('client'), envoyDataplane('web-1'), ...backends.slice(0, 2).map((b) => backendDataplane(b.name, b.port))]) {
+    const { status, body } = await call(`${api}/meshes/default/dataplanes/${resource.name}`, 'PUT', resource);
+    expect(status, JSON.stringify(body)).toBeLessThan(300);
+  }
+  return { instances, balancer, backends };
+}
+
+function xdsClient(fleet: Fleet): Traffic {
+  const client = createXdsEchoClient({ service: 'backend', xdsServer: fleet.balancer.address, nodeId: CLIENT });
+  cleanups.push(() => client.close());
+  return new Traffic(client);
+}
+
+function envoy(fleet: Fleet): ReconnectingEnvoy {
+  const started = new ReconnectingEnvoy(fleet.balancer.address, ENVOY, ['backend']);
+  cleanups.push(() => started.stop());
+  return started;
+}
+
+/** I1 on the wire: no LDS or CDS response on any stream carried less than the node's configuration. */
+function expectNeverLessThanConfigured(node: ReconnectingEnvoy): void {
+  for (const response of node.responses) {
+    if (response.typeUrl === CLUSTER) expect(namesOf(response)).toEqual(CLUSTERS);
+    if (response.typeUrl === LISTENER) expect(namesOf(response)).toEqual(LISTENERS);
+  }
+}
+
+/**
+ * The streams that served `node`, in the order they were first seen, found by asking every
+ * instance every 100 ms until `stop` resolves. Stream ids start with the instance's id.
+ */
+async function servingStreams(fleet: Fleet, node: string, stop: Promise<unknown>): Promise<string[]> {
+  const seen: string[] = [];
+  let stopped = false;
+  void stop.then(() => (stopped = true));
+  while (!stopped) {
+    for (const instance of fleet.instances) {
+      const { status, body } = await call(`${instance.url}/sessions/${node}`, 'GET');
+      if (status === 200 && body.state === 'serving' && !seen.includes(body.stream.id)) seen.push(body.stream.id);
+    }
+    await pause(100);
+  }
+  return seen;
+}
+
+async function servingOn(instance: ChanceryProcess, node: string): Promise<boolean> {
+  return (await call(`${instance.url}/sessions/${node}`, 'GET')).body?.state === 'serving';
+}
+
+async function fleetView(instance: ChanceryProcess): Promise<Array<{ node: string; instance: string; state: string }>> {
+  const { status, body } = await call(`${instance.url}/sessions?scope=fleet`, 'GET');
+  expect(status).toBe(200);
+  return body.items;
+}
+
+describe('many instances, one fleet, behind a TCP load balancer', { timeout: 120_000 }, () => {
+  it('the seed scenario: cut again and again for 10 s while backends change, no RPC fails and no response is less than the config', async () => {
+    const fleet = await startFleet(2);
+    const [a, b] = fleet.instances as [ChanceryProcess, ChanceryProcess];
+    const [one, , three] = fleet.backends as [EchoBackend, EchoBackend, EchoBackend];
+    const traffic = xdsClient(fleet);
+    await traffic.until('a first RPC', (recent) => recent[0] !== 'failed', { attempts: 50 });
+    const watcher = envoy(fleet);
+
+    let cutting = true;
+    const cuts = (async () => {
+      const until = Date.now() + 10_000;
+      while (Date.now() < until) {
+        await pause(300);
+        fleet.balancer.cutAll();
+      }
+      cutting = false;
+    })();
+    const rpcs = traffic.during(cuts);
+    const clientStreams = servingStreams(fleet, CLIENT, cuts);
+
+    // Meanwhile, through the API of one instance each: backend-3 joins, backend-1 leaves.
+    await pause(2_000);
+    expect((await call(`${a.url}/meshes/default/dataplanes/backend-3`, 'PUT', backendDataplane(three.name, three.port))).status).toBe(201);
+    await pause(2_000);
+    expect((await call(`${b.url}/meshes/default/dataplanes/backend-1`, 'DELETE')).status).toBe(204);
+    await Promise.all([cuts, rpcs]);
+    expect(cutting).toBe(false);
+
+    await traffic.until('an RPC served by backend-3', ([last]) => last === 'backend-3', { attempts: 200, pauseMs: 50 });
+    await traffic.until('convergence without backend-1', (recent) => !recent.includes('backend-1'), { window: 20, attempts: 400, pauseMs: 25 });
+    const servedByOne = one.served;
+    await traffic.calls(20);
+    expect(one.served).toBe(servedByOne);
+    expect(three.served).toBeGreaterThan(0);
+    expect(traffic.failures).toEqual([]);
+
+    // The xDS client alternated between the instances and came back to one it had used.
+    const servers = (await clientStreams).map((stream) => stream.slice(0, stream.indexOf('/')));
+    expect(new Set(servers)).toEqual(new Set(['instance-0', 'instance-1']));
+    // Runs of one instance, in order: more runs than instances means it returned to one.
+    const runs = servers.filter((server, i) => server !== servers[i - 1]);
+    expect(runs.length, runs.join(' → ')).toBeGreaterThan(new Set(runs).size);
+    // The Envoy-like node was served by both instances, again and again, never with less than its configuration.
+    const servedBy = watcher.streams.map((s) => s.servedBy()).filter((id) => id !== undefined);
+    expect(new Set(servedBy)).toEqual(new Set(['instance-0', 'instance-1']));
+    expect(watcher.streams.length).toBeGreaterThan(10);
+    expectNeverLessThanConfigured(watcher);
+    expect(watcher.responses.filter((r) => r.typeUrl === ENDPOINT).length).toBeGreaterThan(0);
+  });
+
+  it('SIGTERM drains the instance serving a client: it exits 0, its nodes move over, no RPC fails, its records go at once', async () => {
+    // A ttl longer than the test: the drained instance's records must go because it removes them.
+    const fleet = await startFleet(2, { ttl: '60s', args: ['--drain-period', '1s'] });
+    const traffic = xdsClient(fleet);
+    await traffic.until('a first RPC', (recent) => recent[0] !== 'failed', { attempts: 50 });
+    const watcher = envoy(fleet);
+    const [leaving, staying] = (await servingOn(fleet.instances[0]!, CLIENT)) ? fleet.instances : [...fleet.instances].reverse();
+    await eventually('both nodes recorded in the fleet view', async () => (await fleetView(staying!)).length === 2, { every: 50 });
+
+    let exitCode: number | null | undefined;
+    const drain = (async () => {
+      exitCode = await leaving!.stop();
+      await eventually('the client served by the other instance', () => servingOn(staying!, CLIENT), { attempts: 600, every: 50 });
+      await eventually('the Envoy served by the other instance', () => servingOn(staying!, ENVOY), { attempts: 600, every: 50 });
+    })();
+    await traffic.during(drain);
+    await drain;
+    expect(exitCode).toBe(0);
+    expect(traffic.failures).toEqual([]);
+    expectNeverLessThanConfigured(watcher);
+    expect(leaving!.output()).toMatch(/"msg":"draining/);
+    expect((await fleetView(staying!)).map((s) => [s.node, s.instance])).toEqual([
+      [CLIENT, staying!.instanceId],
+      [ENVOY, staying!.instanceId],
+    ]);
+  });
+
+  it('SIGKILL of the instance serving a client: no RPC fails, the other serves it, the dead one’s records expire', async () => {
+    const fleet = await startFleet(2);
+    const traffic = xdsClient(fleet);
+    await traffic.until('a first RPC', (recent) => recent[0] !== 'failed', { attempts: 50 });
+    const watcher = envoy(fleet);
+    const [victim, survivor] = (await servingOn(fleet.instances[0]!, CLIENT)) ? fleet.instances : [...fleet.instances].reverse();
+    await eventually('both nodes recorded in the fleet view', async () => (await fleetView(survivor!)).length === 2, { every: 50 });
+
+    let killed = false;
+    const kill = (async () => {
+      await pause(500);
+      await victim!.kill();
+      killed = true;
+      await eventually('the client served by the survivor', () => servingOn(survivor!, CLIENT), { attempts: 600, every: 50 });
+      await eventually('the Envoy served by the survivor', () => servingOn(survivor!, ENVOY), { attempts: 600, every: 50 });
+    })();
+    await traffic.during(kill);
+    expect(killed).toBe(true);
+    expect(traffic.failures).toEqual([]);
+    expectNeverLessThanConfigured(watcher);
+
+    await eventually('the dead instance’s records to expire', async () => (await fleetView(survivor!)).every((s) => s.instance !== victim!.instanceId), {
+      attempts: 100,
+      every: 100,
+    });
+    const { body } = await call(`${survivor!.url}/instances`, 'GET');
+    expect(body.items.map((i: { id: string }) => i.id)).toEqual([survivor!.instanceId]);
+  });
+});
