@@ -4,6 +4,10 @@
  * and LDS as wildcards, ACKs every response, and asks for EDS by the names of its outbound
  * clusters once it has clusters. It records when each node was first served and when it
  * ACKed the first new version after a change, on the monotonic clock the server shares.
+ *
+ * Armed for a failover (`armReconnect`), a fake Envoy whose stream ends opens a new one to
+ * another address at once, as Envoy does: the first request of each type it watches names
+ * the version it holds, so the server may skip re-sending wildcard CDS and LDS.
  */
 import { Client, credentials, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../src/xds/type-urls.js';
@@ -42,11 +46,29 @@ export interface ChangeResult {
   readonly traffic: Traffic;
 }
 
+export interface FailoverResult {
+  /** Per node, monotonic ms: when its stream ended, when it opened the new one, its first response on it, and its EDS on it. */
+  readonly ended: Float64Array;
+  readonly reopened: Float64Array;
+  readonly firstResponse: Float64Array;
+  readonly served: Float64Array;
+  /** Per node, the HTTP/2 connection (of `streamsPerConnection` streams) it reconnected on. */
+  readonly connection: Int32Array;
+  /** Nodes the new stream re-sent CDS, or LDS, to (zero when the version they named was current). */
+  readonly resent: { readonly CDS: number; readonly LDS: number };
+  readonly traffic: Traffic;
+}
+
 export type FleetApi = {
+  /** Opens a stream for each of `nodes` (default: every node of `shape`) and waits until all are served. */
   connect: {
-    args: { address: string; shape: MeshShape; streamsPerConnection: number; timeoutMs: number };
+    args: { address: string; shape: MeshShape; nodes?: { first: number; count: number }; streamsPerConnection: number; timeoutMs: number };
     result: ConnectResult;
   };
+  /** From now on, a stream that ends reconnects to `address` after a random delay under `spreadMs` (0: at once). */
+  armReconnect: { args: { address: string; spreadMs: number }; result: null };
+  /** Waits until every node has EDS on its new stream; a stream ending after reconnecting fails it. */
+  awaitFailover: { args: { timeoutMs: number }; result: FailoverResult };
   /** Remembers each node's current version of `type`; a different one counts as the change. */
   expectChange: { args: { type: ShortType }; result: null };
   awaitChange: { args: { timeoutMs: number }; result: ChangeResult };
@@ -60,37 +82,62 @@ const header: ResponseHeader = { version: '', typeUrl: '', nonce: '' };
 
 /** One fake Envoy: its stream and what it has been sent. */
 class FakeEnvoy {
-  readonly #call: ClientDuplexStream<Buffer, Buffer>;
+  #call: ClientDuplexStream<Buffer, Buffer>;
   readonly #eds: RequestTemplate;
   readonly versions: Record<ShortType, string> = { CDS: '', EDS: '', LDS: '', RDS: '' };
   servedAt = Number.NaN;
   completeAt = Number.NaN;
   baseline = '';
   changeAckedAt = Number.NaN;
+  // The failover: when the stream ended, the new one opened, its first response and its EDS, and its responses per type.
+  endedAt = Number.NaN;
+  reopenedAt = Number.NaN;
+  firstResponseAt = Number.NaN;
+  reservedAt = Number.NaN;
+  sinceReconnect: Record<ShortType, number> = { CDS: 0, EDS: 0, LDS: 0, RDS: 0 };
 
   constructor(
     readonly index: number,
+    /** Which of the fleet's HTTP/2 connections it uses. */
+    readonly connection: number,
     client: Client,
     readonly fleet: Fleet,
     shape: MeshShape,
   ) {
     this.#eds = new RequestTemplate(ENDPOINT, endpointNames(index, shape));
-    this.#call = client.makeBidiStreamRequest(ADS_PATH, (bytes: Buffer) => bytes, (bytes: Buffer) => bytes, new Metadata());
-    this.#call.on('data', (bytes: Buffer) => this.#receive(bytes));
-    this.#call.on('error', (error: Error & { code?: number; details?: string }) => fleet.ended(this, `${error.code ?? ''} ${error.details ?? error.message}`));
+    this.#call = this.#open(client);
     this.#call.write(cdsTemplate.first(nodeId(index)));
     this.#call.write(ldsTemplate.subscribe());
+  }
+
+  /** A new stream on `client`, subscribed to every type this Envoy watches, each naming the version it holds. */
+  reconnect(client: Client): void {
+    this.reopenedAt = monotonicMs();
+    this.#call = this.#open(client);
+    const { CDS, EDS, LDS } = this.versions;
+    this.#call.write(cdsTemplate.first(nodeId(this.index), CDS));
+    if (CDS !== '') this.#call.write(this.#eds.subscribe(EDS));
+    this.#call.write(ldsTemplate.subscribe(LDS));
   }
 
   close(): void {
     this.#call.cancel();
   }
 
+  #open(client: Client): ClientDuplexStream<Buffer, Buffer> {
+    const call = client.makeBidiStreamRequest(ADS_PATH, (bytes: Buffer) => bytes, (bytes: Buffer) => bytes, new Metadata());
+    call.on('data', (bytes: Buffer) => this.#receive(bytes));
+    call.on('error', (error: Error & { code?: number; details?: string }) => {
+      if (call === this.#call) this.fleet.ended(this, `${error.code ?? ''} ${error.details ?? error.message}`);
+    });
+    return call;
+  }
+
   #receive(bytes: Buffer): void {
     readResponseHeader(bytes, header);
     const type = SHORT[header.typeUrl];
     if (type === undefined) {
-      this.fleet.ended(this, `a response of unexpected type ${header.typeUrl}`);
+      this.fleet.failed(this, `a response of unexpected type ${header.typeUrl}`);
       return;
     }
     const first = this.versions[type] === '';
@@ -116,7 +163,7 @@ class FakeEnvoy {
 
 /** All fake Envoys, and the waits the parent asks for. */
 class Fleet {
-  readonly #clients: Client[] = [];
+  #clients: Client[] = [];
   readonly #envoys: FakeEnvoy[] = [];
   responses: Record<ShortType, number> = { CDS: 0, EDS: 0, LDS: 0, RDS: 0 };
   bytes = 0;
@@ -128,14 +175,13 @@ class Fleet {
   #firstEnd: string | undefined;
   #closing = false;
   #wake: (() => void) | undefined;
+  #reconnect: { readonly address: string; readonly spreadMs: number; readonly clients: Map<number, Client> } | undefined;
+  #reserved = 0;
 
-  open(address: string, shape: MeshShape, streamsPerConnection: number): void {
-    for (let index = 0; index < shape.nodes; index++) {
-      if (index % streamsPerConnection === 0) {
-        // A local subchannel pool: each Client gets its own HTTP/2 connection instead of sharing one.
-        this.#clients.push(new Client(address, credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
-      }
-      this.#envoys.push(new FakeEnvoy(index, this.#clients.at(-1)!, this, shape));
+  open(address: string, shape: MeshShape, nodes: { first: number; count: number }, streamsPerConnection: number): void {
+    for (let offset = 0; offset < nodes.count; offset++) {
+      if (offset % streamsPerConnection === 0) this.#clients.push(newClient(address));
+      this.#envoys.push(new FakeEnvoy(nodes.first + offset, this.#clients.length - 1, this.#clients.at(-1)!, this, shape));
     }
   }
 
@@ -157,9 +203,36 @@ class Fleet {
       envoy.changeAckedAt = now;
       if (++this.#changed === this.#envoys.length) this.#wake?.();
     }
+    if (!Number.isNaN(envoy.reopenedAt)) {
+      envoy.sinceReconnect[type]++;
+      if (Number.isNaN(envoy.firstResponseAt)) envoy.firstResponseAt = now;
+      // EDS is named, so always re-sent, and it follows CDS (push order): the node is served again.
+      if (type === 'EDS' && Number.isNaN(envoy.reservedAt)) {
+        envoy.reservedAt = now;
+        if (++this.#reserved === this.#envoys.length) this.#wake?.();
+      }
+    }
   }
 
+  /** A stream ended: armed for a failover, the Envoy reconnects (once); otherwise the run fails. */
   ended(envoy: FakeEnvoy, reason: string): void {
+    const reconnect = this.#reconnect;
+    if (this.#closing || !reconnect || !Number.isNaN(envoy.endedAt)) {
+      this.failed(envoy, reason);
+      return;
+    }
+    envoy.endedAt = monotonicMs();
+    let client = reconnect.clients.get(envoy.connection);
+    if (!client) {
+      client = newClient(reconnect.address);
+      reconnect.clients.set(envoy.connection, client);
+    }
+    const target = client;
+    if (reconnect.spreadMs === 0) envoy.reconnect(target);
+    else setTimeout(() => envoy.reconnect(target), Math.random() * reconnect.spreadMs);
+  }
+
+  failed(envoy: FakeEnvoy, reason: string): void {
     if (this.#closing) return;
     this.#endedCount++;
     this.#firstEnd ??= `stream of ${nodeId(envoy.index)} ended: ${reason}`;
@@ -183,9 +256,15 @@ class Fleet {
     }
   }
 
-  async connect(address: string, shape: MeshShape, streamsPerConnection: number, timeoutMs: number): Promise<ConnectResult> {
+  async connect(
+    address: string,
+    shape: MeshShape,
+    nodes: { first: number; count: number },
+    streamsPerConnection: number,
+    timeoutMs: number,
+  ): Promise<ConnectResult> {
     const startedAt = monotonicMs();
-    this.open(address, shape, streamsPerConnection);
+    this.open(address, shape, nodes, streamsPerConnection);
     const openedAt = monotonicMs();
     const total = this.#envoys.length;
     await this.until(
@@ -223,10 +302,50 @@ class Fleet {
     return { acked: Float64Array.from(this.#envoys, (envoy) => envoy.changeAckedAt), traffic: this.#takeTraffic() };
   }
 
+  armReconnect(address: string, spreadMs: number): void {
+    this.#reconnect = { address, spreadMs, clients: new Map() };
+    this.#reserved = 0;
+    for (const envoy of this.#envoys) {
+      envoy.endedAt = envoy.reopenedAt = envoy.firstResponseAt = envoy.reservedAt = Number.NaN;
+      envoy.sinceReconnect = { CDS: 0, EDS: 0, LDS: 0, RDS: 0 };
+    }
+    this.#takeTraffic();
+  }
+
+  async awaitFailover(timeoutMs: number): Promise<FailoverResult> {
+    const total = this.#envoys.length;
+    const reconnect = this.#reconnect;
+    if (!reconnect) throw new Error('awaitFailover without armReconnect');
+    const reopened = () => this.#envoys.filter((envoy) => !Number.isNaN(envoy.reopenedAt)).length;
+    await this.until(
+      () => this.#reserved === total,
+      () => `all ${total} nodes to be served again at ${reconnect.address} (${reopened()} reconnected, ${this.#reserved} have EDS there)`,
+      timeoutMs,
+    );
+    // Disarmed: from now on a stream that ends fails the run. The old connections' channels would keep retrying the dead address.
+    this.#reconnect = undefined;
+    for (const client of this.#clients) client.close();
+    this.#clients = [...reconnect.clients.values()];
+    const times = (of: (envoy: FakeEnvoy) => number) => Float64Array.from(this.#envoys, of);
+    return {
+      ended: times((envoy) => envoy.endedAt),
+      reopened: times((envoy) => envoy.reopenedAt),
+      firstResponse: times((envoy) => envoy.firstResponseAt),
+      served: times((envoy) => envoy.reservedAt),
+      connection: Int32Array.from(this.#envoys, (envoy) => envoy.connection),
+      resent: {
+        CDS: this.#envoys.filter((envoy) => envoy.sinceReconnect.CDS > 0).length,
+        LDS: this.#envoys.filter((envoy) => envoy.sinceReconnect.LDS > 0).length,
+      },
+      traffic: this.#takeTraffic(),
+    };
+  }
+
   close(): void {
     this.#closing = true;
     for (const envoy of this.#envoys) envoy.close();
     for (const client of this.#clients) client.close();
+    for (const client of this.#reconnect?.clients.values() ?? []) client.close();
   }
 
   #takeTraffic(): Traffic {
@@ -237,10 +356,21 @@ class Fleet {
   }
 }
 
+/** A local subchannel pool: each Client gets its own HTTP/2 connection instead of sharing one. */
+function newClient(address: string): Client {
+  return new Client(address, credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+}
+
 const fleet = new Fleet();
 
 serveCommands<FleetApi>({
-  connect: ({ address, shape, streamsPerConnection, timeoutMs }) => fleet.connect(address, shape, streamsPerConnection, timeoutMs),
+  connect: ({ address, shape, nodes = { first: 0, count: shape.nodes }, streamsPerConnection, timeoutMs }) =>
+    fleet.connect(address, shape, nodes, streamsPerConnection, timeoutMs),
+  armReconnect({ address, spreadMs }) {
+    fleet.armReconnect(address, spreadMs);
+    return null;
+  },
+  awaitFailover: ({ timeoutMs }) => fleet.awaitFailover(timeoutMs),
   expectChange({ type }) {
     fleet.expectChange(type);
     return null;

@@ -1,11 +1,12 @@
 /**
- * A bench child process running Chancery: memory store, no HTTP API, pino at `warn`, xDS on
- * a loopback port the OS chooses. The parent (a `*.bench.ts`) drives it over IPC: it applies
- * the mesh, makes changes, and reads memory after a forced GC, CPU time, event-loop delay and
- * session counts. Start it with `--expose-gc` (ChildLink.fork does).
+ * A bench child process running Chancery: memory store (or the store `start` names), no HTTP
+ * API, pino at `warn`, xDS on a loopback port the OS chooses. The parent (a `*.bench.ts`)
+ * drives it over IPC: it applies the mesh, makes changes, and reads memory after a forced GC,
+ * CPU time, event-loop delay and session counts. Start it with `--expose-gc` (ChildLink.fork does).
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { pino } from 'pino';
+import { filter, firstValueFrom, timeout } from 'rxjs';
 import { createControlPlane, type ControlPlane } from '../src/index.js';
 import { generate } from '../src/mesh/index.js';
 import { serveCommands, monotonicMs } from './support/child-link.js';
@@ -27,10 +28,15 @@ export interface UsageSample {
   readonly cpuMs: number;
   /** The longest event-loop stall since the previous sample, ms. */
   readonly loopStallMaxMs: number;
+  /** Resident set size now, bytes. */
+  readonly rss: number;
+  /** The largest resident set size this process has had, bytes. */
+  readonly maxRss: number;
 }
 
 export type ServerApi = {
-  start: { args: { refreshInterval: number }; result: { xds: string; pid: number } };
+  /** `store` defaults to `memory`, `instanceId` to `bench`. */
+  start: { args: { refreshInterval: number; store?: string; instanceId?: string }; result: { xds: string; pid: number; ms: number } };
   /** Applies the mesh's dataplanes, `concurrency` writes in flight (the store batches their catch-ups). */
   apply: { args: { shape: MeshShape; concurrency: number }; result: { ms: number; revision: number } };
   /** Generates every node's snapshot once, so the memoised per-node resources exist before any session does. */
@@ -47,6 +53,11 @@ export type ServerApi = {
     args: { change: number };
     result: { startedAt: number; fannedOutAt: number; appliedAt: number; revision: number };
   };
+  /**
+   * Waits until this instance's sessions have handled store revision `revision` (a write made
+   * here or, through the change feed, on another instance), and says when, in monotonic ms.
+   */
+  reached: { args: { revision: number; timeoutMs: number }; result: { at: number } };
   /** Starts the V8 sampling profiler (for `--cpu-prof`). */
   profileStart: { args: null; result: null };
   /** Stops it, writes the profile to `file`, and returns the hottest functions since `profileStart`. */
@@ -75,19 +86,20 @@ function running(): ControlPlane {
 }
 
 serveCommands<ServerApi>({
-  async start({ refreshInterval }) {
+  async start({ refreshInterval, store = 'memory', instanceId = 'bench' }) {
+    const started = monotonicMs();
     cp = createControlPlane({
       xdsAddress: '127.0.0.1:0',
       apiAddress: false,
-      store: 'memory',
-      instanceId: 'bench',
+      store,
+      instanceId,
       refreshInterval,
       logger: pino({ level: 'warn' }, pino.destination(2)),
     });
     await cp.start();
     // Subscribed after the control plane's own subscriber, so this runs once every session has the revision.
     cp.store.projections.subscribe((projection) => fannedOut.push({ revision: projection.revision, at: monotonicMs() }));
-    return { xds: cp.addresses.xds, pid: process.pid };
+    return { xds: cp.addresses.xds, pid: process.pid, ms: monotonicMs() - started };
   },
 
   async apply({ shape, concurrency }) {
@@ -129,6 +141,8 @@ serveCommands<ServerApi>({
       at: monotonicMs(),
       cpuMs: (user + system) / 1000,
       loopStallMaxMs: Math.max(longestStall, monotonicMs() - lastInterval - STALL_PERIOD_MS),
+      rss: process.memoryUsage.rss(),
+      maxRss: process.resourceUsage().maxRSS * 1024,
     };
     longestStall = 0;
     return sample;
@@ -151,6 +165,17 @@ serveCommands<ServerApi>({
     const fannedOutAt = fannedOut.find((emission) => emission.revision >= revision)?.at ?? Number.NaN;
     fannedOut.length = 0;
     return { startedAt, fannedOutAt, appliedAt, revision };
+  },
+
+  async reached({ revision, timeoutMs }) {
+    const emitted = fannedOut.find((emission) => emission.revision >= revision);
+    if (emitted) return { at: emitted.at };
+    const { projections } = running().store;
+    // A subscriber made now runs after the control plane's own for each later emission.
+    await firstValueFrom(projections.pipe(filter((projection) => projection.revision >= revision), timeout(timeoutMs))).catch((error: unknown) => {
+      throw new Error(`revision ${revision} did not reach this instance within ${timeoutMs} ms (at ${running().store.projection.revision})`, { cause: error });
+    });
+    return { at: monotonicMs() };
   },
 
   async profileStart() {

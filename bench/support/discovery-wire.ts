@@ -33,20 +33,26 @@ export class RequestTemplate {
     this.#names = Buffer.concat(resourceNames.map((name) => field(REQUEST_RESOURCE_NAMES, name)));
   }
 
-  /** The first request of a stream: subscribes and carries `node.id`. */
-  first(nodeId: string): Buffer {
-    return Buffer.concat([field(REQUEST_NODE, field(NODE_ID, nodeId)), this.#names, this.#typeUrl]);
+  /** The first request of a stream: subscribes and carries `node.id` (and, after a reconnect, the version held). */
+  first(nodeId: string, version = ''): Buffer {
+    return Buffer.concat([held(version), field(REQUEST_NODE, field(NODE_ID, nodeId)), this.#names, this.#typeUrl]);
   }
 
-  /** A subscription request without a nonce. */
-  subscribe(): Buffer {
-    return Buffer.concat([this.#names, this.#typeUrl]);
+  /** A subscription request without a nonce; after a reconnect Envoy names the version it holds. */
+  subscribe(version = ''): Buffer {
+    return Buffer.concat([held(version), this.#names, this.#typeUrl]);
   }
 
   /** Accepts a response: its version and nonce, with the same subscription (SotW repeats it). */
   ack(version: string, nonce: string): Buffer {
     return Buffer.concat([field(REQUEST_VERSION_INFO, version), this.#names, this.#typeUrl, field(REQUEST_RESPONSE_NONCE, nonce)]);
   }
+}
+
+const NOTHING = Buffer.alloc(0);
+
+function held(version: string): Buffer {
+  return version === '' ? NOTHING : field(REQUEST_VERSION_INFO, version);
 }
 
 /** The three fields of a DiscoveryResponse a fake Envoy acts on. */

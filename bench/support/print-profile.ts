@@ -1,0 +1,22 @@
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { PhaseProfile } from './cpu-profile.js';
+import { printTable } from './print-table.js';
+
+const PROFILES = path.join(tmpdir(), 'chancery-bench-profiles');
+
+/** Where the `.cpuprofile` of one phase goes: `$TMPDIR/chancery-bench-profiles/<name>.cpuprofile`. */
+export function profileFile(name: string): string {
+  mkdirSync(PROFILES, { recursive: true });
+  return path.join(PROFILES, `${name}.cpuprofile`);
+}
+
+/** Prints a phase's hottest functions, by self and by inclusive time, and where its profile is. */
+export function printHot(title: string, profile: PhaseProfile | undefined): void {
+  if (!profile) return;
+  const rows = (list: PhaseProfile['self']) => list.map((f) => [f.name, f.where, f.ms.toFixed(0), f.percent.toFixed(1)]);
+  printTable(`${title}, by self time`, ['function', 'where', 'self (ms)', '%'], rows(profile.self));
+  printTable(`${title}, by inclusive time`, ['function', 'where', 'total (ms)', '%'], rows(profile.inclusive));
+  console.log(`\nprofile: ${profile.file}`);
+}
