@@ -136,7 +136,7 @@ class ChanceryControlPlane implements ControlPlane {
       observer: metrics,
       inspectorFor: (node) => this.#inspector?.observerFor(node),
       catchUp: () => this.store.refresh(),
-      changed: (node) => this.#running?.recorder?.touched(node),
+      changed: (node, story) => this.#running?.recorder?.touched(node, story),
     });
     this.#xds = new XdsServer({
       gateway: this.#registry,

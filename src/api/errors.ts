@@ -86,8 +86,11 @@ export class InvalidQueryError extends ChanceryError {
 export class SessionNotFoundError extends ChanceryError {
   readonly code = 'CHANCERY_API_SESSION_NOT_FOUND';
   readonly field = 'node';
-  constructor(readonly node: string) {
-    super(`no session for node ${node} on this instance`);
+  constructor(
+    readonly node: string,
+    where: 'on this instance' | 'on any live instance' = 'on this instance',
+  ) {
+    super(`no session for node ${node} ${where}`);
   }
 }
 

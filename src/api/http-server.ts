@@ -72,7 +72,7 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   registerFleetRoutes(app, backend.fleet);
   if (backend.metrics) registerMetricsRoutes(app, backend.metrics);
   registerUiRoutes(app);
-  registerSessionHistoryRoutes(app, backend.sessions);
+  registerSessionHistoryRoutes(app, backend);
   registerStatechartRoutes(app);
 
   return {

@@ -22,7 +22,12 @@ export async function fleetSessions(source: FleetSource, node?: string): Promise
   const records = await source.records.list(source.ttl, node);
   const others: FleetSession[] = records
     .filter((record) => record.instance !== source.instance)
-    .map((record) => ({ ...(record.body as SessionView), instance: record.instance, recordedAt: record.updatedAt }));
+    .map((record) => ({
+      ...(record.body as Omit<SessionView, 'transitions'>),
+      transitions: (record.story ?? []) as SessionView['transitions'],
+      instance: record.instance,
+      recordedAt: record.updatedAt,
+    }));
   const own = node === undefined ? source.own.list() : [source.own.get(node)].filter((view) => view !== undefined);
   return [...others, ...own].sort((a, b) => compare(a.node, b.node) || compare(a.instance, b.instance));
 }

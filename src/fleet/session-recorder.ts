@@ -24,16 +24,17 @@ export interface SessionRecorderOptions {
  */
 export class SessionRecorder {
   readonly #options: SessionRecorderOptions;
-  #dirty = new Set<string>();
+  /** Nodes to save, and whether their story changed too. */
+  #dirty = new Map<string, boolean>();
   #flushing: Promise<void> | undefined;
 
   constructor(options: SessionRecorderOptions) {
     this.#options = options;
   }
 
-  /** The node's session changed (or ended): its record is saved with the next flush. */
-  touched(node: string): void {
-    this.#dirty.add(node);
+  /** The node's session changed (or ended): its record, and its story if that changed, are saved with the next flush. */
+  touched(node: string, story: boolean): void {
+    if (story || !this.#dirty.has(node)) this.#dirty.set(node, story);
   }
 
   /** Saves what changed since the last flush; a flush asked for while one runs joins it. */
@@ -51,29 +52,35 @@ export class SessionRecorder {
   async #save(): Promise<void> {
     const { records, sessions, ttl, logger } = this.#options;
     const nodes = this.#dirty;
-    this.#dirty = new Set();
+    this.#dirty = new Map();
     const upserts: SessionRecordInput[] = [];
     const removals: string[] = [];
-    for (const node of nodes) {
+    for (const [node, story] of nodes) {
       const view = sessions.get(node);
-      if (view) upserts.push(recordOf(view));
+      if (view) upserts.push(recordOf(view, story));
       else removals.push(node);
     }
     try {
       const joined = await records.save({ instance: this.#options.instance(), upserts, removals });
       // New to the store (first save, or expired while it could not save): others may have
       // dropped its records, so every session it has is saved again.
-      if (joined) for (const node of sessions.nodes()) this.#dirty.add(node);
+      if (joined) for (const node of sessions.nodes()) this.touched(node, true);
       const expired = await records.expire(ttl);
       if (expired > 0) logger.info({ instances: expired, ttl }, 'expired the session records of instances that stopped saving');
     } catch (error) {
-      for (const node of nodes) this.#dirty.add(node);
+      for (const [node, story] of nodes) this.touched(node, story);
       logger.warn({ err: error, records: nodes.size }, 'saving session records failed; retrying with the next flush');
     }
   }
 }
 
-function recordOf(view: SessionView): SessionRecordInput {
-  const body: SessionView = { ...view, transitions: view.transitions.slice(-RECORDED_TRANSITIONS) };
-  return { node: view.node, state: view.state, since: view.stream?.openedAt ?? new Date().toISOString(), body };
+/** The view without its transitions, which are the story, saved only with `story`. */
+function recordOf({ transitions, ...body }: SessionView, story: boolean): SessionRecordInput {
+  return {
+    node: body.node,
+    state: body.state,
+    since: body.stream?.openedAt ?? new Date().toISOString(),
+    body,
+    ...(story && { story: transitions.slice(-RECORDED_TRANSITIONS) }),
+  };
 }

@@ -33,6 +33,10 @@ export class ChangeFeed {
   #subscription: Subscription | undefined;
   #running: Promise<void> | undefined;
   #again = false;
+  /** Read rounds started and finished: `refresh` waits for the first round that starts after it is called. */
+  #roundsStarted = 0;
+  #roundsFinished = 0;
+  readonly #refreshes: Array<{ readonly round: number; readonly done: () => void }> = [];
   #stopped = false;
   #failure: StoreUnavailableError | undefined;
 
@@ -78,9 +82,13 @@ export class ChangeFeed {
    * the log's end; rejects with the failure when the log cannot be read.
    */
   async refresh(): Promise<Projection> {
+    // A catch-up already running takes this request as one more round; otherwise the round
+    // this call starts is the one. Either way only that round is awaited, not every round
+    // later arrivals add: during a reconnect storm each caller waits for one read, not for
+    // the storm to end (bench/README.md, failover).
+    const round = this.#roundsStarted + 1;
     this.catchUp();
-    // A catch-up already running takes this request as one more round, which it awaits.
-    await this.#running;
+    if (!this.#stopped && this.#roundsFinished < round) await new Promise<void>((done) => this.#refreshes.push({ round, done }));
     if (this.#failure !== undefined) throw this.#failure;
     return this.#projection;
   }
@@ -100,6 +108,7 @@ export class ChangeFeed {
     this.#stopped = true;
     this.#subscription?.unsubscribe();
     await this.#running;
+    this.#finishRefreshes(Number.POSITIVE_INFINITY);
     this.#emitted.complete();
   }
 
@@ -107,10 +116,22 @@ export class ChangeFeed {
     try {
       do {
         this.#again = false;
+        const round = ++this.#roundsStarted;
         await this.#readToEnd();
+        this.#roundsFinished = round;
+        this.#finishRefreshes(round);
       } while (this.#again && !this.#stopped);
     } finally {
       this.#running = undefined;
+    }
+  }
+
+  #finishRefreshes(round: number): void {
+    for (let i = this.#refreshes.length - 1; i >= 0; i--) {
+      const refresh = this.#refreshes[i]!;
+      if (refresh.round > round) continue;
+      this.#refreshes.splice(i, 1);
+      refresh.done();
     }
   }
 

@@ -110,6 +110,7 @@ export const MIGRATIONS: readonly Migration[] = [
         since TIMESTAMPTZ NOT NULL,
         updated_at TIMESTAMPTZ NOT NULL,
         body JSONB NOT NULL,
+        story JSONB,
         PRIMARY KEY (node, instance)
       );
       CREATE INDEX session_records_by_instance ON session_records (instance);

@@ -13,6 +13,11 @@ export interface SessionRecordInput {
   /** ISO 8601: since when this instance has served the node (its stream opened). */
   readonly since: string;
   readonly body: unknown;
+  /**
+   * The session's recent story (its transitions), saved only when it changed: the ACKs that
+   * follow every push change the body alone. Absent keeps the story saved before.
+   */
+  readonly story?: unknown;
 }
 
 /** A saved record, as any instance reads it back. */
@@ -81,7 +86,10 @@ export class MemorySessionRecords implements SessionRecords {
     entry.seenAt = now.getTime();
     this.#instances.set(instance.id, entry);
     const updatedAt = now.toISOString();
-    for (const record of upserts) entry.records.set(record.node, { ...record, instance: instance.id, updatedAt });
+    for (const record of upserts) {
+      const story = record.story ?? entry.records.get(record.node)?.story;
+      entry.records.set(record.node, { ...record, instance: instance.id, updatedAt, ...(story !== undefined && { story }) });
+    }
     for (const node of removals) entry.records.delete(node);
     return known === undefined;
   }

@@ -17,18 +17,19 @@ const SAVE_INSTANCE = `
 // Optimization: a batch is one JSON parameter, so a save costs the same round trips whatever
 // its size (as appends do in sql-event-log.ts).
 const UPSERT_RECORDS = `
-  INSERT INTO session_records (node, instance, state, since, updated_at, body)
-  SELECT r.node, $1, r.state, r.since, now(), r.body
-  FROM jsonb_to_recordset($2::jsonb) AS r (node TEXT, state TEXT, since TIMESTAMPTZ, body JSONB)
+  INSERT INTO session_records (node, instance, state, since, updated_at, body, story)
+  SELECT r.node, $1, r.state, r.since, now(), r.body, r.story
+  FROM jsonb_to_recordset($2::jsonb) AS r (node TEXT, state TEXT, since TIMESTAMPTZ, body JSONB, story JSONB)
   ON CONFLICT (node, instance) DO UPDATE
-  SET state = excluded.state, since = excluded.since, updated_at = excluded.updated_at, body = excluded.body`;
+  SET state = excluded.state, since = excluded.since, updated_at = excluded.updated_at, body = excluded.body,
+      story = coalesce(excluded.story, session_records.story)`;
 
 const DELETE_RECORDS = `
   DELETE FROM session_records
   WHERE instance = $1 AND node IN (SELECT jsonb_array_elements_text($2::jsonb))`;
 
 const LIST_RECORDS = `
-  SELECT r.node, r.instance, r.state, ${iso('r.since')} AS since, ${iso('r.updated_at')} AS updated_at, r.body
+  SELECT r.node, r.instance, r.state, ${iso('r.since')} AS since, ${iso('r.updated_at')} AS updated_at, r.body, r.story
   FROM session_records r JOIN instances i ON i.id = r.instance
   WHERE i.seen_at >= ${cutoff(1)} AND ($2::text IS NULL OR r.node = $2)
   ORDER BY r.node, r.instance`;
@@ -91,6 +92,7 @@ function recordOf(row: SqlRow): SessionRecord {
     since: String(row['since']),
     updatedAt: String(row['updated_at']),
     body: row['body'],
+    ...(row['story'] !== null && row['story'] !== undefined && { story: row['story'] }),
   };
 }
 

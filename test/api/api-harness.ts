@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { NEVER } from 'rxjs';
 import { type ApiBackend, type ApiServerOptions, createApiServer } from '../../src/api/index.js';
 import { lastResponseNacked } from '../../src/machines/session-registry.js';
+import type { FleetSession } from '../../src/fleet/fleet-sessions.js';
 import type { SessionView } from '../../src/machines/session-view.js';
 import { createMemoryStore, type ResourceStore, type Retention } from '../../src/store/index.js';
 
@@ -21,6 +22,8 @@ export interface ApiHarness {
 
 export interface HarnessOptions {
   readonly sessions?: ApiBackend['sessions'];
+  /** The fleet's sessions (`?scope=fleet`); default: this instance's alone. */
+  readonly fleet?: readonly FleetSession[];
   /** Leave the store unstarted (not ready). */
   readonly startStore?: boolean;
   readonly bodyLimit?: number;
@@ -46,7 +49,10 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
     store,
     sessions: options.sessions ?? fakeSessions([]),
     // A lone instance: its fleet is its own sessions.
-    fleet: { sessions: async () => (options.sessions ?? fakeSessions([])).list(), instances: async () => [] },
+    fleet: {
+      sessions: async (node) => (options.fleet ?? (options.sessions ?? fakeSessions([])).list()).filter((view) => node === undefined || view.node === node),
+      instances: async () => [],
+    },
     ready: () => store.ready,
   };
   const serverOptions: ApiServerOptions = { logger: pino({ level: 'info' }, sink), bodyLimit: options.bodyLimit };

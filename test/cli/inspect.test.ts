@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FleetSession } from '../../src/fleet/fleet-sessions.js';
 import type { SessionView } from '../../src/machines/session-view.js';
 import { type ApiHarness, fakeSessions, sessionView, startApi } from '../api/api-harness.js';
 import { runCli } from './cli-harness.js';
@@ -98,5 +99,66 @@ describe('chancery inspect', () => {
     const { code, stderr } = await cli('inspect', 'default.nobody');
     expect(code).toBe(1);
     expect(stderr).toContain('CHANCERY_API_SESSION_NOT_FOUND (HTTP 404): no session for node default.nobody on this instance');
+  });
+});
+
+describe('chancery inspect --fleet', () => {
+  /** The node served by cp-b before it moved here: cp-b's session as cp-b last saved it. */
+  const BEFORE: FleetSession = {
+    ...SERVING,
+    instance: 'cp-b',
+    state: 'disconnected',
+    recordedAt: '2026-01-05T09:59:59.500Z',
+    transitions: [
+      { at: '2026-01-05T09:59:58.000Z', event: 'stream.opened', from: 'connecting', to: 'awaiting-snapshot' },
+      { at: '2026-01-05T09:59:58.010Z', event: 'snapshot.generated', from: 'awaiting-snapshot', to: 'serving', detail: { revision: 6 } },
+      { at: '2026-01-05T09:59:59.400Z', event: 'stream.closed', from: 'serving', to: 'disconnected', detail: { reason: 'stream cancelled' } },
+    ],
+  };
+  let fleetApi: ApiHarness;
+  beforeAll(async () => {
+    fleetApi = await startApi({ sessions: fakeSessions([WAITING, SERVING]), fleet: [BEFORE, SERVING, WAITING] });
+  });
+  afterAll(async () => {
+    await fleetApi.close();
+  });
+  const fleetCli = (...argv: string[]) => runCli(argv, { env: { CHANCERY_API_ADDRESS: fleetApi.address } });
+
+  it('lists every instance’s sessions with an INSTANCE column', async () => {
+    const { code, stdout } = await fleetCli('inspect', '--fleet');
+    expect(code).toBe(0);
+    expect(stdout.split('\n')).toEqual([
+      'NODE                INSTANCE   STATE               REVISION   CDS   LDS    ERROR',
+      'default.backend-1   cp-b       disconnected        7          ACK   NACK',
+      'default.backend-1   test       serving             7          ACK   NACK',
+      'payments.ledger-1   test       awaiting-snapshot   -          -     -      CHANCERY_MESH_DATAPLANE_NOT_FOUND',
+      '',
+    ]);
+  });
+
+  it('tells one node’s story across instances, in time order, naming where each step happened', async () => {
+    const { code, stdout } = await fleetCli('inspect', 'default.backend-1', '--fleet');
+    expect(code).toBe(0);
+    expect(stdout).toBe(
+      [
+        'Node:      default.backend-1',
+        'Sessions:  cp-b disconnected (saved 2026-01-05T09:59:59.500Z), test serving (live)',
+        '',
+        'Transitions across the fleet (oldest first):',
+        '  2026-01-05T09:59:58.000Z  cp-b  connecting → awaiting-snapshot  on stream.opened',
+        '  2026-01-05T09:59:58.010Z  cp-b  awaiting-snapshot → serving  on snapshot.generated  revision=6',
+        '  2026-01-05T09:59:59.400Z  cp-b  serving → disconnected  on stream.closed  reason=stream cancelled',
+        '  2026-01-05T10:00:00.001Z  test  connecting → awaiting-snapshot  on stream.request',
+        '  2026-01-05T10:00:00.015Z  test  awaiting-snapshot → serving  on snapshot.generated  revision=7',
+        `  2026-01-05T10:00:00.052Z  test  serving  on nack.received  ${LDS} nonce=5 message=port 0 is invalid`,
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('exits 1 naming the node when no instance has a session for it', async () => {
+    const { code, stderr } = await fleetCli('inspect', 'default.nobody', '--fleet');
+    expect(code).toBe(1);
+    expect(stderr).toContain('CHANCERY_API_SESSION_NOT_FOUND (HTTP 404): no session for node default.nobody on any live instance');
   });
 });

@@ -42,19 +42,25 @@ afterAll(async () => {
 
 interface Fleet {
   readonly instances: ChanceryProcess[];
+  /** What the grpc-js-xds client connects through. */
   readonly balancer: TcpProxy;
+  /**
+   * What the Envoy-like node connects through: a balancer of its own, so that its many
+   * reconnects do not decide which instance the client's next connection reaches.
+   */
+  readonly envoyBalancer: TcpProxy;
   readonly backends: EchoBackend[];
 }
 
 /** `count` instances on a new database behind a balancer, with backend-1 and backend-2 registered. */
 async function startFleet(count: number, { ttl = INSTANCE_TTL, args = [] as readonly string[] } = {}): Promise<Fleet> {
   const database = await postgres.newDatabase();
-  const common = ['--store', database, '--record-interval', '100ms', '--instance-ttl', ttl, '--eviction-grace', '2s', ...args];
+  const common = ['--store', database, '--record-interval', '100ms', '--instance-ttl', ttl, '--eviction-grace', '30s', ...args];
   // One at a time: the first migrates the schema; the rest find it done either way.
   const instances: ChanceryProcess[] = [];
   for (let i = 0; i < count; i++) instances.push(await startChancery([...common, '--instance-id', `instance-${i}`]));
-  const balancer = await startTcpProxy(instances.map((instance) => instance.xds));
-  cleanups.push(() => balancer.close());
+  const [balancer, envoyBalancer] = await Promise.all([0, 1].map(() => startTcpProxy(instances.map((instance) => instance.xds))));
+  cleanups.push(() => Promise.all([balancer!.close(), envoyBalancer!.close()]));
   const backends = await Promise.all(['backend-1', 'backend-2', 'backend-3'].map(startEchoBackend));
   cleanups.push(() => Promise.all(backends.map((backend) => backend.stop())));
   const api = instances[0]!.url;
@@ -62,7 +68,7 @@ async function startFleet(count: number, { ttl = INSTANCE_TTL, args = [] as read
     const { status, body } = await call(`${api}/meshes/default/dataplanes/${resource.name}`, 'PUT', resource);
     expect(status, JSON.stringify(body)).toBeLessThan(300);
   }
-  return { instances, balancer, backends };
+  return { instances, balancer: balancer!, envoyBalancer: envoyBalancer!, backends };
 }
 
 function xdsClient(fleet: Fleet): Traffic {
@@ -72,7 +78,7 @@ function xdsClient(fleet: Fleet): Traffic {
 }
 
 function envoy(fleet: Fleet): ReconnectingEnvoy {
-  const started = new ReconnectingEnvoy(fleet.balancer.address, ENVOY, ['backend']);
+  const started = new ReconnectingEnvoy(fleet.envoyBalancer.address, ENVOY, ['backend']);
   cleanups.push(() => started.stop());
   return started;
 }
@@ -86,21 +92,13 @@ function expectNeverLessThanConfigured(node: ReconnectingEnvoy): void {
 }
 
 /**
- * The streams that served `node`, in the order they were first seen, found by asking every
- * instance every 100 ms until `stop` resolves. Stream ids start with the instance's id.
+ * The instance of each stream `node` opened, in time order, from its story across the fleet
+ * (sessions stay for the eviction grace, so each instance still has its steps).
  */
-async function servingStreams(fleet: Fleet, node: string, stop: Promise<unknown>): Promise<string[]> {
-  const seen: string[] = [];
-  let stopped = false;
-  void stop.then(() => (stopped = true));
-  while (!stopped) {
-    for (const instance of fleet.instances) {
-      const { status, body } = await call(`${instance.url}/sessions/${node}`, 'GET');
-      if (status === 200 && body.state === 'serving' && !seen.includes(body.stream.id)) seen.push(body.stream.id);
-    }
-    await pause(100);
-  }
-  return seen;
+async function streamsOf(fleet: Fleet, node: string): Promise<string[]> {
+  const { status, body } = await call(`${fleet.instances[0]!.url}/sessions/${node}/history?scope=fleet`, 'GET');
+  if (status !== 200) return [];
+  return (body.transitions as Array<{ event: string; instance: string }>).filter((t) => t.event === 'stream.opened').map((t) => t.instance);
 }
 
 async function servingOn(instance: ChanceryProcess, node: string): Promise<boolean> {
@@ -122,17 +120,19 @@ describe('many instances, one fleet, behind a TCP load balancer', { timeout: 120
     await traffic.until('a first RPC', (recent) => recent[0] !== 'failed', { attempts: 50 });
     const watcher = envoy(fleet);
 
+    // Cut for at least 10 s, and until the client has come back a third time: its ADS
+    // backoff grows with each reconnect (about 1 s, 1.6 s, 2.6 s), never reset (grpc-js-xds).
     let cutting = true;
     const cuts = (async () => {
-      const until = Date.now() + 10_000;
-      while (Date.now() < until) {
+      const started = Date.now();
+      while (Date.now() - started < 10_000 || ((await streamsOf(fleet, CLIENT)).length < 3 && Date.now() - started < 30_000)) {
         await pause(300);
         fleet.balancer.cutAll();
+        fleet.envoyBalancer.cutAll();
       }
       cutting = false;
     })();
     const rpcs = traffic.during(cuts);
-    const clientStreams = servingStreams(fleet, CLIENT, cuts);
 
     // Meanwhile, through the API of one instance each: backend-3 joins, backend-1 leaves.
     await pause(2_000);
@@ -150,12 +150,17 @@ describe('many instances, one fleet, behind a TCP load balancer', { timeout: 120
     expect(three.served).toBeGreaterThan(0);
     expect(traffic.failures).toEqual([]);
 
-    // The xDS client alternated between the instances and came back to one it had used.
-    const servers = (await clientStreams).map((stream) => stream.slice(0, stream.indexOf('/')));
-    expect(new Set(servers)).toEqual(new Set(['instance-0', 'instance-1']));
+    // The xDS client alternated between the instances and came back to one it had used: its
+    // story continues across them, each instance's steps merged in time order.
+    const story = (await call(`${a.url}/sessions/${CLIENT}/history?scope=fleet`, 'GET')).body;
+    expect(new Set(story.sessions.map((s: { instance: string }) => s.instance))).toEqual(new Set(['instance-0', 'instance-1']));
+    const steps: Array<{ at: string }> = story.transitions;
+    expect(steps.map((t) => t.at)).toEqual(steps.map((t) => t.at).sort());
+    const servers = await streamsOf(fleet, CLIENT);
     // Runs of one instance, in order: more runs than instances means it returned to one.
     const runs = servers.filter((server, i) => server !== servers[i - 1]);
-    expect(runs.length, runs.join(' → ')).toBeGreaterThan(new Set(runs).size);
+    expect(new Set(runs)).toEqual(new Set(['instance-0', 'instance-1']));
+    expect(runs.length, runs.join(' → ')).toBeGreaterThan(2);
     // The Envoy-like node was served by both instances, again and again, never with less than its configuration.
     const servedBy = watcher.streams.map((s) => s.servedBy()).filter((id) => id !== undefined);
     expect(new Set(servedBy)).toEqual(new Set(['instance-0', 'instance-1']));

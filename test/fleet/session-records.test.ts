@@ -126,8 +126,20 @@ describe('session records: every instance sees which instance serves which node'
     a.save.next();
     await eventually('the save', () => save.mock.calls.length === 1);
     expect(save.mock.calls[0]![0].upserts.map((record) => record.node)).toEqual([NODE]);
+    expect(save.mock.calls[0]![0].upserts[0]!.story).toEqual(a.cp.session(NODE)!.transitions);
     const [seen] = await b.cp.fleetSessions(NODE);
     expect(seen!.types['EDS']!.acked!.version).toBe(a.cp.session(NODE)!.types['EDS']!.acked!.version);
+
+    // ACKs alone change the record, not the story: it is not saved again, and kept.
+    await a.cp.apply(backendDataplane('backend-10022', 10_022));
+    stream.ack(await stream.nextResponse(), ['backend']);
+    await eventually('the ACK at A', () => a.cp.session(NODE)!.types['EDS']!.acked!.version === a.cp.session(NODE)!.types['EDS']!.sent!.version);
+    a.save.next();
+    await eventually('the second save', () => save.mock.calls.length === 2);
+    expect(save.mock.calls[1]![0].upserts[0]!.story).toBeUndefined();
+    const [again] = await b.cp.fleetSessions(NODE);
+    expect(again!.types['EDS']!.acked!.version).toBe(a.cp.session(NODE)!.types['EDS']!.acked!.version);
+    expect(again!.transitions).toEqual(a.cp.session(NODE)!.transitions);
   });
 
   it('serves one node on two instances at once, and the old stream’s teardown does not touch the new one', async () => {

@@ -38,6 +38,38 @@ describe('ChangeFeed', () => {
     await feed.stop();
   });
 
+  it('answers refresh() after the first read that started after the call, not after every read later calls add', async () => {
+    const log = new ScriptedLog({ loseWakeups: true });
+    const feed = new ChangeFeed(log, { resync: NEVER, pageSize: 10 });
+    await feed.start();
+    await log.append([{ kind: 'upserted', resource: mesh('a') }], author);
+    const settled: string[] = [];
+    const track = (name: string, refresh: Promise<Projection>) => refresh.then((projection) => settled.push(`${name}@${projection.revision}`));
+
+    const releaseFirst = log.hold();
+    const reading = firstValueFrom(log.readStarted);
+    const first = track('first', feed.refresh());
+    await reading;
+    // Written while the first read is in flight: only a read that starts later can see it.
+    await log.append([{ kind: 'upserted', resource: mesh('b') }], author);
+    const second = track('second', feed.refresh());
+    releaseFirst();
+    // Holds the second read (which starts as soon as the first ends) until released.
+    const releaseSecond = log.hold();
+    await first;
+    expect(settled).toEqual(['first@1']);
+
+    // A third caller arrives during the second read, and needs a third read.
+    await log.append([{ kind: 'upserted', resource: mesh('c') }], author);
+    const third = track('third', feed.refresh());
+    releaseSecond();
+    await second;
+    expect(settled).toEqual(['first@1', 'second@2']);
+    await third;
+    expect(settled).toEqual(['first@1', 'second@2', 'third@3']);
+    await feed.stop();
+  });
+
   it('catches up on each wake-up', async () => {
     const log = new ScriptedLog();
     const feed = new ChangeFeed(log, { resync: NEVER, pageSize: 10 });

@@ -52,6 +52,17 @@ export function sessionRecordsContract(name: string, newLog: () => Promise<Event
       ]);
     });
 
+    it('keeps a node’s story from the last save that had one', async () => {
+      const records = log.sessionRecords;
+      await records.save(batch('a', [{ ...record('default.x'), story: ['opened', 'served'] }]));
+      await records.save(batch('a', [record('default.x', 'serving')]));
+      expect((await records.list(HOUR))[0]).toMatchObject({ state: 'serving', story: ['opened', 'served'] });
+      await records.save(batch('a', [{ ...record('default.x', 'disconnected'), story: ['opened', 'served', 'closed'] }]));
+      expect((await records.list(HOUR))[0]).toMatchObject({ state: 'disconnected', story: ['opened', 'served', 'closed'] });
+      await records.save(batch('b', [record('default.x')]));
+      expect((await records.list(HOUR, 'default.x')).map((r) => r.story)).toEqual([['opened', 'served', 'closed'], undefined]);
+    });
+
     it('replaces a node’s record on the next save, and removes only the saving instance’s own record', async () => {
       const records = log.sessionRecords;
       await records.save(batch('a', [record('default.x')]));

@@ -1,3 +1,4 @@
+import type { FleetSessionHistory } from '../../api/session-history-routes.js';
 import type { SessionView, TransitionRecord, TypeStatus } from '../../machines/session-view.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
@@ -6,19 +7,30 @@ import { formatDocument, outputFormatOf } from '../format-output.js';
 import { formatTable } from '../format-table.js';
 import { EXIT } from '../report-error.js';
 
-const OPTIONS = { state: { type: 'string' }, mesh: { type: 'string' }, output: { type: 'string', short: 'o' }, ...CLIENT_FLAGS } as const;
+const OPTIONS = {
+  state: { type: 'string' },
+  mesh: { type: 'string' },
+  fleet: { type: 'boolean' },
+  output: { type: 'string', short: 'o' },
+  ...CLIENT_FLAGS,
+} as const;
 
 export const inspectCommand: Command = {
   name: 'inspect',
   summary: "show this instance's dataplane sessions, or one in detail",
-  help: `Usage: chancery inspect [NODE] [--state STATE] [--mesh MESH] [-o table|json|yaml]
+  help: `Usage: chancery inspect [NODE] [--fleet] [--state STATE] [--mesh MESH] [-o table|json|yaml]
 
 Without NODE: a table of the sessions of the instance, with each type's state: ACK (the
 last response was acknowledged), NACK (it was refused), sent (no answer yet) or - (nothing
 sent). With NODE (<mesh>.<name>): its state, stream, per-type sent/ACKed/NACKed version and
 nonce, the last NACK message, and the recent transitions as a timeline.
 
+With --fleet: every instance sharing the store (each session with its INSTANCE), and for
+NODE its story across instances, the transitions of each instance's session merged in time.
+
 Options:
+  --fleet
+      the whole fleet rather than this instance
   --state STATE
       only sessions in this state: connecting, awaiting-snapshot, serving, disconnected
   --mesh MESH
@@ -36,29 +48,36 @@ ${CLIENT_HELP}
 
     if (node !== undefined) {
       if (values.state !== undefined || values.mesh !== undefined) throw new UsageError('--state and --mesh filter the list; not with NODE');
+      if (values.fleet === true) {
+        const story = (await client.request('GET', `/sessions/${encodeURIComponent(node)}/history?scope=fleet`)).body as FleetSessionHistory;
+        io.stdout.write(format === 'table' ? describeStory(story) : formatDocument(story, format));
+        return EXIT.ok;
+      }
       const view = (await client.request('GET', `/sessions/${encodeURIComponent(node)}`)).body as SessionView;
       io.stdout.write(format === 'table' ? describeSession(view) : formatDocument(view, format));
       return EXIT.ok;
     }
     const query = new URLSearchParams();
+    if (values.fleet === true) query.set('scope', 'fleet');
     if (values.state !== undefined) query.set('state', values.state);
     if (values.mesh !== undefined) query.set('mesh', values.mesh);
     const path = query.size === 0 ? '/sessions' : `/sessions?${query}`;
     const { items } = (await client.request('GET', path)).body as { items: SessionView[] };
     if (format !== 'table') io.stdout.write(formatDocument(items, format));
-    else if (items.length === 0) io.stderr.write('No sessions on this instance.\n');
-    else io.stdout.write(sessionTable(items));
+    else if (items.length === 0) io.stderr.write(values.fleet === true ? 'No sessions in the fleet.\n' : 'No sessions on this instance.\n');
+    else io.stdout.write(sessionTable(items, values.fleet === true));
     return EXIT.ok;
   },
 };
 
-function sessionTable(views: readonly SessionView[]): string {
+function sessionTable(views: readonly SessionView[], withInstance: boolean): string {
   // Short names sort as CDS, EDS, LDS, RDS: the push order (I5).
   const types = [...new Set(views.flatMap((view) => Object.keys(view.types)))].sort();
   const withErrors = views.some((view) => view.error !== undefined);
-  const header = ['NODE', 'STATE', 'REVISION', ...types, ...(withErrors ? ['ERROR'] : [])];
+  const header = ['NODE', ...(withInstance ? ['INSTANCE'] : []), 'STATE', 'REVISION', ...types, ...(withErrors ? ['ERROR'] : [])];
   const rows = views.map((view) => [
     view.node,
+    ...(withInstance ? [view.instance] : []),
     view.state,
     view.revision === undefined ? '-' : String(view.revision),
     ...types.map((type) => markerOf(view.types[type])),
@@ -117,18 +136,34 @@ function describeSession(view: SessionView): string {
   ].join('\n');
 }
 
+function describeStory(story: FleetSessionHistory): string {
+  const sessions = story.sessions.map(({ instance, state, recordedAt }) => `${instance} ${state} (${recordedAt === undefined ? 'live' : `saved ${recordedAt}`})`);
+  const width = Math.max(...story.transitions.map(({ instance }) => instance.length));
+  const timeline = story.transitions.map((transition) => `  ${stepOf(transition, new Map(), transition.instance.padEnd(width))}`);
+  return [
+    `Node:      ${story.node}`,
+    `Sessions:  ${sessions.join(', ')}`,
+    '',
+    'Transitions across the fleet (oldest first):',
+    ...(timeline.length > 0 ? timeline : ['  none recorded']),
+    '',
+  ].join('\n');
+}
+
 function subscriptionOf(status: TypeStatus): string {
   const names = status.subscription.wildcard ? ['*', ...status.subscription.names] : [...status.subscription.names];
   if (names.length === 0) return '-';
   return names.length <= 3 ? names.join(',') : `${names.slice(0, 3).join(',')},… (${names.length})`;
 }
 
-function stepOf(transition: TransitionRecord, shortNames: ReadonlyMap<string, string>): string {
+/** One row of a timeline; `instance` names where it happened, in a fleet's story. */
+function stepOf(transition: TransitionRecord, shortNames: ReadonlyMap<string, string>, instance?: string): string {
   const move = transition.from === transition.to ? transition.to : `${transition.from} → ${transition.to}`;
   const facts = Object.entries(transition.detail ?? {}).map(([key, value]) =>
     key === 'typeUrl' ? (shortNames.get(String(value)) ?? String(value)) : `${key}=${oneLine(String(value))}`,
   );
-  return `${transition.at}  ${move}  on ${transition.event}${facts.length > 0 ? `  ${facts.join(' ')}` : ''}`;
+  const where = instance === undefined ? '' : `  ${instance}`;
+  return `${transition.at}${where}  ${move}  on ${transition.event}${facts.length > 0 ? `  ${facts.join(' ')}` : ''}`;
 }
 
 /** NACK messages from Envoy span lines; a timeline row must not. */
