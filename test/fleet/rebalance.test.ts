@@ -1,12 +1,11 @@
 import { status } from '@grpc/grpc-js';
-import { pino } from 'pino';
-import { Subject } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createControlPlane, type ControlPlane } from '../../src/index.js';
+import type { ControlPlane } from '../../src/index.js';
 import type { ControlPlaneOptions } from '../../src/control-plane-options.js';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
 import { CLUSTER, LISTENER } from '../../src/xds/type-urls.js';
 import { startEchoBackend } from '../support/echo-backend.js';
+import { type FleetInstance, startFleetInstance } from '../support/fleet-instance.js';
 import { backendDataplane, clientDataplane } from '../support/harness.js';
 import { ReconnectingEnvoy } from '../support/reconnecting-envoy.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -27,20 +26,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function instance(log: MemoryEventLog, id: string, options: Partial<ControlPlaneOptions> = {}): Promise<ControlPlane> {
-  const cp = createControlPlane({
-    xdsAddress: '127.0.0.1:0',
-    apiAddress: false,
-    store: log,
-    instanceId: id,
-    logger: pino({ level: 'silent' }),
-    watchdog: new Subject(),
-    recordTicks: new Subject(),
-    ...options,
-  });
-  await cp.start();
-  cleanups.push(() => cp.stop());
-  return cp;
+async function instance(log: MemoryEventLog, id: string, options: Partial<ControlPlaneOptions> = {}): Promise<FleetInstance> {
+  const started = await startFleetInstance(log, id, options);
+  cleanups.push(() => started.cp.stop());
+  return started;
 }
 
 async function balancer(targets: readonly string[]): Promise<TcpProxy> {
@@ -75,8 +64,8 @@ function expectFullConfiguration(nodes: readonly ReconnectingEnvoy[]): void {
 describe('rebalancing a fleet across instances', { timeout: 60_000 }, () => {
   it('maxConnectionAge ends old streams with UNAVAILABLE, so a fleet spreads onto an instance added later', async () => {
     const log = new MemoryEventLog();
-    const a = await instance(log, 'a', { maxConnectionAge: 600 });
-    const b = await instance(log, 'b', { maxConnectionAge: 600 });
+    const { cp: a } = await instance(log, 'a', { maxConnectionAge: 600 });
+    const { cp: b } = await instance(log, 'b', { maxConnectionAge: 600 });
     await meshOn(a);
     const backend = await startEchoBackend('backend-1');
     cleanups.push(() => backend.stop());
@@ -105,8 +94,8 @@ describe('rebalancing a fleet across instances', { timeout: 60_000 }, () => {
 
   it('drain() refuses new streams and ends open ones with UNAVAILABLE over the drain period; every node moves to the other instance', async () => {
     const log = new MemoryEventLog();
-    const a = await instance(log, 'a', { drainPeriod: 600 });
-    const b = await instance(log, 'b');
+    const { cp: a, clock } = await instance(log, 'a', { drainPeriod: 600 });
+    const { cp: b } = await instance(log, 'b');
     await meshOn(a);
     const front = await balancer([a.addresses.xds, b.addresses.xds]);
     const nodes = envoys(front.address);
@@ -114,7 +103,14 @@ describe('rebalancing a fleet across instances', { timeout: 60_000 }, () => {
     const onA = servingOn(a);
     expect(onA).toBeGreaterThan(0);
 
-    await a.drain();
+    // The drain's steps run on the session clock: the first at once, the others as it advances.
+    let done = false;
+    const draining = a.drain().then(() => (done = true));
+    while (!done) {
+      clock.increment(100);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await draining;
     await eventually('every node served by B', () => servingOn(b) === NODES.length, { attempts: 300, every: 20 });
 
     const drained = nodes.flatMap((node) => node.streams.map(({ stream }) => stream.ended)).filter((end) => end?.code === status.UNAVAILABLE && /draining/.test(end.details));

@@ -1,12 +1,10 @@
-import { pino } from 'pino';
-import { Subject } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SimulatedClock } from 'xstate';
-import { createControlPlane, type ControlPlane } from '../../src/index.js';
+import type { ControlPlane } from '../../src/index.js';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
 import type { EventLog } from '../../src/store/types.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 import { AdsStream } from '../support/ads-client.js';
+import { type FleetInstance, startFleetInstance } from '../support/fleet-instance.js';
 import { backendDataplane } from '../support/harness.js';
 import { eventually } from '../support/traffic.js';
 import { ScriptedLog } from '../store/scripted-log.js';
@@ -20,12 +18,6 @@ import { envoyDataplane, namesOf, sessionIn } from '../xds/fixtures.js';
 
 const NODE = 'default.web-1';
 
-interface Instance {
-  readonly cp: ControlPlane;
-  readonly clock: SimulatedClock;
-  readonly save: Subject<void>;
-}
-
 const running: ControlPlane[] = [];
 const streams: AdsStream[] = [];
 
@@ -34,29 +26,17 @@ afterEach(async () => {
   for (const cp of running.splice(0)) await cp.stop();
 });
 
-async function instance(log: EventLog, id: string): Promise<Instance> {
-  const clock = new SimulatedClock();
-  const save = new Subject<void>();
-  const cp = createControlPlane({
-    xdsAddress: '127.0.0.1:0',
-    apiAddress: false,
-    store: log,
-    instanceId: id,
-    logger: pino({ level: 'silent' }),
-    watchdog: new Subject(),
-    recordTicks: save,
-    clock,
-  });
-  await cp.start();
-  running.push(cp);
-  return { cp, clock, save };
+async function instance(log: EventLog, id: string): Promise<FleetInstance> {
+  const started = await startFleetInstance(log, id);
+  running.push(started.cp);
+  return started;
 }
 
 /**
  * Connects as Envoy does (CDS, EDS, LDS, each ACKed) straight to one instance; with `held`,
  * as an Envoy that reconnects holding those CDS and LDS versions.
  */
-async function envoy(target: Instance, held?: { cds: string; lds: string }): Promise<AdsStream> {
+async function envoy(target: FleetInstance, held?: { cds: string; lds: string }): Promise<AdsStream> {
   const stream = AdsStream.open(target.cp.addresses.xds);
   streams.push(stream);
   if (held) {
@@ -86,7 +66,7 @@ async function twoInstances() {
 }
 
 /** Emits a record tick on each instance and waits until `condition` holds on `reader`'s fleet view. */
-async function saved(reader: Instance, writers: readonly Instance[], what: string, condition: (fleet: Awaited<ReturnType<ControlPlane['fleetSessions']>>) => boolean) {
+async function saved(reader: FleetInstance, writers: readonly FleetInstance[], what: string, condition: (fleet: Awaited<ReturnType<ControlPlane['fleetSessions']>>) => boolean) {
   await eventually(what, async () => {
     for (const writer of writers) writer.save.next();
     return condition(await reader.cp.fleetSessions());
