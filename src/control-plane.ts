@@ -3,7 +3,7 @@ import { interval, type Observable, type Subscription } from 'rxjs';
 import { ControlPlaneMetrics, createApiServer, registrySessions, type ApiServer } from './api/index.js';
 import { DEFAULTS, type ControlPlaneOptions } from './control-plane-options.js';
 import { InvalidResourceInputError } from './errors.js';
-import { fleetSessions, type FleetSession } from './fleet/fleet-sessions.js';
+import { fleetSessions, recordedSessions, type FleetSession } from './fleet/fleet-sessions.js';
 import { SessionRecorder } from './fleet/session-recorder.js';
 import { SessionRegistry } from './machines/session-registry.js';
 import type { SessionView } from './machines/session-view.js';
@@ -99,6 +99,7 @@ class ChanceryControlPlane implements ControlPlane {
   readonly addresses: { xds: string; api?: string } = { xds: '' };
   readonly #options: ControlPlaneOptions;
   readonly #logger: Logger;
+  readonly #now: () => number;
   readonly #storeSpec: string | EventLog;
   readonly #retention: Retention | undefined;
   readonly #registry: SessionRegistry;
@@ -117,7 +118,12 @@ class ChanceryControlPlane implements ControlPlane {
     const retention = options.retention ?? DEFAULTS.retention;
     this.#retention = retention === 'off' ? undefined : checkRetention(retention);
     const now = options.now ?? Date.now;
+    this.#now = now;
     const maxConnectionAge = options.maxConnectionAge ?? DEFAULTS.maxConnectionAge;
+    const recordInterval = options.recordInterval ?? DEFAULTS.recordInterval;
+    if (options.recordTicks === undefined && this.#instanceTtl < 3 * recordInterval) {
+      throw new RangeError(`instanceTtl (${this.#instanceTtl} ms) must be at least 3 × recordInterval (${recordInterval} ms), or live instances would look dead between saves`);
+    }
     const metrics = new ControlPlaneMetrics({ sessions: () => this.#registry, now });
     this.metrics = metrics;
     this.#registry = new SessionRegistry({
@@ -131,7 +137,7 @@ class ChanceryControlPlane implements ControlPlane {
       },
       revision: () => this.store.projection.revision,
       now,
-      ...(options.clock && { clock: options.clock }),
+      clock: options.clock ?? SYSTEM_CLOCK,
       logger: this.#logger,
       observer: metrics,
       inspectorFor: (node) => this.#inspector?.observerFor(node),
@@ -189,7 +195,7 @@ class ChanceryControlPlane implements ControlPlane {
           instanceId: this.instanceId,
           store,
           sessions: registrySessions(registry),
-          fleet: { sessions: (node) => this.fleetSessions(node), instances: () => this.instances() },
+          fleet: { others: (node) => recordedSessions(this.#recordedSource(), node), instances: () => this.instances() },
           ready: () => store.ready,
           metrics: this.metrics,
         },
@@ -209,12 +215,13 @@ class ChanceryControlPlane implements ControlPlane {
   /** Joins the fleet: saves this instance's sessions now and every `recordInterval`. */
   async #startRecording(): Promise<void> {
     const running = this.#running!;
-    const startedAt = new Date().toISOString();
+    const startedAt = new Date(this.#now()).toISOString();
     const recorder = new SessionRecorder({
       records: running.log.sessionRecords,
       instance: () => ({ id: this.instanceId, xds: this.addresses.xds, ...(this.addresses.api && { api: this.addresses.api }), startedAt }),
       sessions: { get: (node) => this.#registry.get(node), nodes: () => this.#registry.summaries().map((summary) => summary.node) },
       ttl: this.#instanceTtl,
+      now: this.#now,
       logger: this.#logger,
     });
     await recorder.flush();
@@ -236,8 +243,12 @@ class ChanceryControlPlane implements ControlPlane {
   }
 
   fleetSessions(node?: string): Promise<FleetSession[]> {
-    const records = this.#runningOrThrow().log.sessionRecords;
-    return fleetSessions({ records, ttl: this.#instanceTtl, instance: this.instanceId, own: this.#registry }, node);
+    const own = node === undefined ? this.#registry.list() : [this.#registry.get(node)].filter((view) => view !== undefined);
+    return fleetSessions(this.#recordedSource(), own, node);
+  }
+
+  #recordedSource() {
+    return { records: this.#runningOrThrow().log.sessionRecords, ttl: this.#instanceTtl, instance: this.instanceId };
   }
 
   instances(): Promise<readonly InstanceRecord[]> {
@@ -301,6 +312,12 @@ class ChanceryControlPlane implements ControlPlane {
     return this.#registry.lastSent(node);
   }
 }
+
+/** Session timers on the process's own timers, when no clock is given. */
+const SYSTEM_CLOCK: NonNullable<ControlPlaneOptions['clock']> = {
+  setTimeout: (fn, timeout) => setTimeout(fn, timeout),
+  clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout),
+};
 
 /** A store spec for the log: a Postgres URL without its password. */
 function describeSpec(spec: string | EventLog): string {

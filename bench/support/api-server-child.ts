@@ -10,6 +10,7 @@ import { pino } from 'pino';
 import { createControlPlane, type ControlPlane } from '../../src/index.js';
 import { MemoryEventLog } from '../../src/store/index.js';
 import { monotonicMs, serveCommands } from './child-link.js';
+import { PhaseProfiler, type PhaseProfile } from './cpu-profile.js';
 import { dataplane, hubEndpoint, type MeshShape } from './mesh-shape.js';
 import { LoopLag, type LoopLagSample } from './ui-loop-lag.js';
 
@@ -22,10 +23,15 @@ export type ApiServerApi = {
   change: { args: { change: number }; result: { ms: number } };
   lagStart: { args: null; result: null };
   lagStop: { args: null; result: LoopLagSample };
+  /** Starts the V8 sampling profiler (for `--cpu-prof`). */
+  profileStart: { args: null; result: null };
+  /** Stops it, writes the profile to `file`, and returns the hottest functions since `profileStart`. */
+  profileStop: { args: { top: number; file: string }; result: PhaseProfile };
   stop: { args: null; result: null };
 };
 
 const lag = new LoopLag();
+const profiler = new PhaseProfiler();
 const planes: ControlPlane[] = [];
 /** The store both instances share; theirs to use, this process's to close. */
 const log = new MemoryEventLog();
@@ -72,6 +78,13 @@ serveCommands<ApiServerApi>({
   },
 
   lagStop: () => lag.stop(),
+
+  async profileStart() {
+    await profiler.start();
+    return null;
+  },
+
+  profileStop: ({ top, file }) => profiler.stop(top, file),
 
   async stop() {
     for (const plane of planes.splice(0).reverse()) await plane.stop();

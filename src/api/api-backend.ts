@@ -15,18 +15,22 @@ export interface ApiBackend {
     summaries(): readonly SessionSummary[];
     /** Whether the node's last response of some type was NACKed. */
     nacking(node: string): boolean;
-    /** Calls `listener` with a session's view whenever it changes state or records a NACK; returns the unsubscribe. */
-    watch(listener: (view: SessionView) => void): () => void;
+    /**
+     * Calls `listener` whenever a session changes: with its view when it changed state or
+     * recorded a NACK, with its node alone when only its status did (a push, an ACK), for the
+     * listener to read the view when it needs it. Returns the unsubscribe.
+     */
+    watch(listener: (node: string, view?: SessionView) => void): () => void;
     /**
      * What was last sent to the node on its current stream, per short type name (CDS, EDS,
      * LDS, RDS), resources decoded to JSON; undefined when the node has no session.
      */
     lastSent(node: string): Readonly<Record<string, { version: string; nonce: string; resources: readonly unknown[] }>> | undefined;
   };
-  /** The whole fleet sharing the store (issue 4): every live instance's sessions, and the instances. */
+  /** The rest of the fleet sharing the store (issue 4): the other live instances' sessions, and every instance. */
   readonly fleet: {
-    /** Sorted by node then instance; one node's with `node`. */
-    sessions(node?: string): Promise<readonly FleetSession[]>;
+    /** The other live instances' sessions as they last saved them, sorted by node then instance; one node's with `node`. */
+    others(node?: string): Promise<readonly FleetSession[]>;
     instances(): Promise<readonly InstanceRecord[]>;
   };
   /** Ready once the store is caught up (`/readyz`). */
@@ -50,7 +54,8 @@ export function registrySessions(registry: SessionRegistry): ApiBackend['session
     summaries: () => registry.summaries(),
     nacking: (node) => registry.nacking(node),
     watch: (listener) => {
-      const subscription = registry.views.subscribe(listener);
+      const subscription = registry.views.subscribe((view) => listener(view.node, view));
+      subscription.add(registry.touches.subscribe((node) => listener(node)));
       return () => subscription.unsubscribe();
     },
     lastSent: (node) => registry.lastSent(node),

@@ -69,7 +69,7 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   registerResourceRoutes(app, backend.store);
   registerHistoryRoutes(app, backend.store);
   registerSessionRoutes(app, backend);
-  registerFleetRoutes(app, backend.fleet);
+  registerFleetRoutes(app, backend);
   if (backend.metrics) registerMetricsRoutes(app, backend.metrics);
   registerUiRoutes(app);
   registerSessionHistoryRoutes(app, backend);

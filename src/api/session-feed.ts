@@ -29,22 +29,23 @@ export const RESYNC_EVENT = 'event: resync\ndata: {}\n\n';
  * while someone listens.
  */
 export class SessionFeed {
-  readonly #watch: ApiBackend['sessions']['watch'];
+  readonly #sessions: Pick<ApiBackend['sessions'], 'watch' | 'get'>;
   readonly #options: SessionFeedOptions;
   readonly #clients = new Set<FeedClient>();
-  #pending = new Map<string, SessionView>();
+  /** Nodes changed since the last batch, with the view of the change when it came with one. */
+  #pending = new Map<string, SessionView | undefined>();
   #unwatch: (() => void) | undefined;
   #cancel: (() => void) | undefined;
 
-  constructor(watch: ApiBackend['sessions']['watch'], options: SessionFeedOptions) {
-    this.#watch = watch;
+  constructor(sessions: Pick<ApiBackend['sessions'], 'watch' | 'get'>, options: SessionFeedOptions) {
+    this.#sessions = sessions;
     this.#options = options;
   }
 
   /** Adds a client; returns its removal. */
   add(client: FeedClient): () => void {
     this.#clients.add(client);
-    this.#unwatch ??= this.#watch((view) => this.#changed(view));
+    this.#unwatch ??= this.#sessions.watch((node, view) => this.#changed(node, view));
     return () => {
       this.#clients.delete(client);
       if (this.#clients.size === 0) this.#stop();
@@ -58,8 +59,9 @@ export class SessionFeed {
     this.#stop();
   }
 
-  #changed(view: SessionView): void {
-    this.#pending.set(view.node, view);
+  #changed(node: string, view: SessionView | undefined): void {
+    // A view given with a change is kept: an evicted session has no other view to read.
+    if (view !== undefined || !this.#pending.has(node)) this.#pending.set(node, view);
     this.#cancel ??= (this.#options.schedule ?? schedule)(() => this.#flush(), this.#options.interval);
   }
 
@@ -67,13 +69,14 @@ export class SessionFeed {
     this.#cancel = undefined;
     const batch = this.#pending;
     this.#pending = new Map();
+    const viewOf = (node: string) => batch.get(node) ?? this.#sessions.get(node);
     let fleet: string | undefined;
     for (const client of this.#clients) {
       if (client.node === undefined) {
-        client.send((fleet ??= fleetEvent(batch, this.#options.maxBatch)));
+        client.send((fleet ??= fleetEvent(batch, viewOf, this.#options.maxBatch)));
         continue;
       }
-      const view = batch.get(client.node);
+      const view = batch.has(client.node) ? viewOf(client.node) : undefined;
       if (view !== undefined) client.send(`event: session\ndata: ${JSON.stringify(view)}\n\n`);
     }
   }
@@ -88,10 +91,13 @@ export class SessionFeed {
 }
 
 /** A fleet batch: views without their transitions (the fleet shows none), or a resync when too many changed. */
-function fleetEvent(batch: ReadonlyMap<string, SessionView>, maxBatch: number): string {
+function fleetEvent(batch: ReadonlyMap<string, unknown>, viewOf: (node: string) => SessionView | undefined, maxBatch: number): string {
   if (batch.size > maxBatch) return RESYNC_EVENT;
   const views = [];
-  for (const view of batch.values()) views.push({ ...view, transitions: undefined });
+  for (const node of batch.keys()) {
+    const view = viewOf(node);
+    if (view !== undefined) views.push({ ...view, transitions: undefined });
+  }
   return `event: sessions\ndata: ${JSON.stringify({ views })}\n\n`;
 }
 

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { compareText } from '../compare-text.js';
 import type { FleetSession } from '../fleet/fleet-sessions.js';
 import type { SessionState, SessionView, TransitionRecord } from '../machines/session-view.js';
 import type { ApiBackend } from './api-backend.js';
@@ -28,7 +29,10 @@ export function registerSessionHistoryRoutes(app: FastifyInstance, { sessions, f
     onlyKnown(request.query, ['scope']);
     const { node } = request.params;
     const scope = single(request.query, 'scope') ?? 'local';
-    if (scope === 'fleet') return fleetHistory(node, await fleet.sessions(node));
+    if (scope === 'fleet') {
+      const own = sessions.get(node);
+      return fleetHistory(node, [...(own === undefined ? [] : [own]), ...(await fleet.others(node))]);
+    }
     if (scope !== 'local') throw new InvalidQueryError('scope', `scope must be local or fleet; got ${scope}`);
     const view = sessions.get(node);
     if (view === undefined) throw new SessionNotFoundError(node);
@@ -44,7 +48,9 @@ function fleetHistory(node: string, views: readonly FleetSession[]): FleetSessio
     .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
   return {
     node,
-    sessions: views.map(({ instance, state, recordedAt }) => ({ instance, state, ...(recordedAt !== undefined && { recordedAt }) })),
+    sessions: [...views]
+      .sort((a, b) => compareText(a.instance, b.instance))
+      .map(({ instance, state, recordedAt }) => ({ instance, state, ...(recordedAt !== undefined && { recordedAt }) })),
     transitions,
   };
 }

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { compareText } from '../compare-text.js';
 import { lastResponseNacked, type SessionSummary } from '../machines/session-registry.js';
 import type { SessionState, SessionView } from '../machines/session-view.js';
 import type { ApiBackend } from './api-backend.js';
@@ -45,10 +46,10 @@ interface SessionCounts {
 export function registerSessionRoutes(app: FastifyInstance, { sessions, fleet }: Pick<ApiBackend, 'sessions' | 'fleet'>): void {
   app.get<{ Querystring: Record<string, unknown> }>('/sessions', async (request) => {
     const query = readSessionQuery(request.query);
-    return query.scope === 'fleet' ? page(fleetSource(await fleet.sessions()), query) : page(localSource(sessions), query);
+    return query.scope === 'fleet' ? page(fleetSource(sessions, await fleet.others()), query) : page(localSource(sessions), query);
   });
 
-  const feed = new SessionFeed((listener) => sessions.watch(listener), FEED);
+  const feed = new SessionFeed(sessions, FEED);
   app.addHook('preClose', (done) => {
     feed.close();
     done();
@@ -102,7 +103,7 @@ function eventStreamClient(response: ServerResponse, node: string | undefined): 
 /** One page of the sessions `query` selects, sorted by node then instance, with the counts of all of them. */
 function page<S extends SessionSummary>(source: SessionSource<S>, query: SessionQuery) {
   const matching = source.summaries.filter((summary) => matches(summary, query, source));
-  matching.sort((a, b) => compare(a.node, b.node) || compare(a.instance, b.instance));
+  matching.sort((a, b) => compareText(a.node, b.node) || compareText(a.instance, b.instance));
   const end = query.limit === undefined ? undefined : query.offset + query.limit;
   const items: SessionView[] = [];
   for (const summary of matching.slice(query.offset, end)) {
@@ -110,10 +111,6 @@ function page<S extends SessionSummary>(source: SessionSource<S>, query: Session
     if (view !== undefined) items.push(view);
   }
   return { items, total: matching.length, counts: countsOf(matching) };
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** Where `GET /sessions` reads: the facts to filter and count every session by, and the views of a page. */
@@ -132,12 +129,16 @@ function localSource(sessions: ApiBackend['sessions']): SessionSource<SessionSum
   };
 }
 
-/** The fleet: other instances' sessions arrive as saved views, so every view exists already. */
-function fleetSource(views: readonly SessionView[]): SessionSource<SessionSummary & { readonly view: SessionView }> {
+/**
+ * The fleet: this instance's sessions as `localSource` reads them, and the other instances'
+ * as they saved them (their views exist already).
+ */
+function fleetSource(sessions: ApiBackend['sessions'], others: readonly SessionView[]): SessionSource<SessionSummary & { readonly view?: SessionView }> {
+  const local = localSource(sessions);
   return {
-    summaries: views.map((view) => ({ node: view.node, state: view.state, instance: view.instance, view })),
-    view: (summary) => summary.view,
-    nacking: (summary) => lastResponseNacked(summary.view.types),
+    summaries: [...local.summaries, ...others.map((view) => ({ node: view.node, state: view.state, instance: view.instance, view }))],
+    view: (summary) => summary.view ?? local.view(summary),
+    nacking: (summary) => (summary.view === undefined ? local.nacking(summary) : lastResponseNacked(summary.view.types)),
   };
 }
 

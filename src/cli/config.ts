@@ -194,6 +194,7 @@ export function resolveOptions<TSpecs extends Specs>(
 
 /** What `createControlPlane` takes; the log level is already in `logger`. */
 export function controlPlaneOptionsOf(config: RunConfig, logger: Logger): ControlPlaneOptions {
+  checkFleetTiming(config);
   return {
     xdsAddress: config.xdsAddress,
     apiAddress: config.apiAddress,
@@ -209,6 +210,18 @@ export function controlPlaneOptionsOf(config: RunConfig, logger: Logger): Contro
     ...inspectOf(config),
     logger,
   };
+}
+
+/**
+ * An instance saves its records every `recordInterval` and is dead after `instanceTtl`
+ * without a save: a ttl that a save or two late would pass makes live instances look dead.
+ */
+function checkFleetTiming(config: RunConfig): void {
+  if (config.instanceTtl < 3 * config.recordInterval) {
+    throw new UsageError(
+      `--instance-ttl (${config.instanceTtl} ms) must be at least 3 × --record-interval (${config.recordInterval} ms), or live instances would look dead between saves`,
+    );
+  }
 }
 
 /**

@@ -1,26 +1,22 @@
+import { compareText } from '../compare-text.js';
 import type { SessionView } from '../machines/session-view.js';
 import type { SessionRecords } from '../store/session-records.js';
 
 /** A session anywhere in the fleet; `recordedAt` is when its instance last saved it (absent: live, this instance). */
 export type FleetSession = SessionView & { readonly recordedAt?: string };
 
-export interface FleetSource {
+export interface RecordedSource {
   readonly records: SessionRecords;
   /** An instance not seen for this long is dead; its records are not shown. */
   readonly ttl: number;
+  /** This instance: its own records are left out, as its registry is the live truth. */
   readonly instance: string;
-  /** This instance's sessions now: shown live rather than as last saved. */
-  readonly own: { list(): readonly SessionView[]; get(node: string): SessionView | undefined };
 }
 
-/**
- * The sessions of every live instance, sorted by node then instance (`GET /sessions?scope=fleet`):
- * this instance's own from its registry, the others' from their saved records. A node can
- * appear once per instance: while a dead stream is not yet noticed, two instances serve it.
- */
-export async function fleetSessions(source: FleetSource, node?: string): Promise<FleetSession[]> {
+/** The sessions of the other live instances, as they last saved them, sorted by node then instance. */
+export async function recordedSessions(source: RecordedSource, node?: string): Promise<FleetSession[]> {
   const records = await source.records.list(source.ttl, node);
-  const others: FleetSession[] = records
+  return records
     .filter((record) => record.instance !== source.instance)
     .map((record) => ({
       ...(record.body as Omit<SessionView, 'transitions'>),
@@ -28,10 +24,14 @@ export async function fleetSessions(source: FleetSource, node?: string): Promise
       instance: record.instance,
       recordedAt: record.updatedAt,
     }));
-  const own = node === undefined ? source.own.list() : [source.own.get(node)].filter((view) => view !== undefined);
-  return [...others, ...own].sort((a, b) => compare(a.node, b.node) || compare(a.instance, b.instance));
 }
 
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+/**
+ * The sessions of every live instance, sorted by node then instance: this instance's own from
+ * its registry (`own`), the others' from their saved records. A node can appear once per
+ * instance: while a dead stream is not yet noticed, two instances serve it.
+ */
+export async function fleetSessions(source: RecordedSource, own: readonly SessionView[], node?: string): Promise<FleetSession[]> {
+  const others = await recordedSessions(source, node);
+  return [...others, ...own].sort((a, b) => compareText(a.node, b.node) || compareText(a.instance, b.instance));
 }

@@ -1,9 +1,13 @@
+import { setImmediate } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { SessionView } from '../machines/session-view.js';
 import type { InstanceRecord, SessionRecordInput, SessionRecords } from '../store/session-records.js';
 
 /** Transitions kept in a node's record: enough to continue its story on another instance. */
 const RECORDED_TRANSITIONS = 10;
+
+/** Records built per turn of the event loop. */
+const BUILD_SLICE = 500;
 
 export interface SessionRecorderOptions {
   readonly records: SessionRecords;
@@ -13,6 +17,8 @@ export interface SessionRecorderOptions {
   readonly sessions: { get(node: string): SessionView | undefined; nodes(): Iterable<string> };
   /** An instance not seen for this long is dead, and its records expire. */
   readonly ttl: number;
+  /** Epoch ms. */
+  readonly now: () => number;
   readonly logger: Logger;
 }
 
@@ -50,36 +56,46 @@ export class SessionRecorder {
   }
 
   async #save(): Promise<void> {
-    const { records, sessions, ttl, logger } = this.#options;
+    const { records, sessions, ttl, logger, now } = this.#options;
     const nodes = this.#dirty;
     this.#dirty = new Map();
     const upserts: SessionRecordInput[] = [];
     const removals: string[] = [];
+    let built = 0;
     for (const [node, story] of nodes) {
       const view = sessions.get(node);
-      if (view) upserts.push(recordOf(view, story));
+      if (view) upserts.push(recordOf(view, story, now));
       else removals.push(node);
+      // Optimization: after a change every session ACKs, and 10,000 views in one loop would
+      // stall the event loop for over 100 ms (bench/README.md, ui).
+      if (++built % BUILD_SLICE === 0) await setImmediate();
     }
     try {
       const joined = await records.save({ instance: this.#options.instance(), upserts, removals });
-      // New to the store (first save, or expired while it could not save): others may have
-      // dropped its records, so every session it has is saved again.
+      // New to the store (first save, expired while it could not save, or a restart): others
+      // may have dropped its records, so every session it has is saved again.
       if (joined) for (const node of sessions.nodes()) this.touched(node, true);
-      const expired = await records.expire(ttl);
-      if (expired > 0) logger.info({ instances: expired, ttl }, 'expired the session records of instances that stopped saving');
     } catch (error) {
       for (const [node, story] of nodes) this.touched(node, story);
       logger.warn({ err: error, records: nodes.size }, 'saving session records failed; retrying with the next flush');
+      return;
+    }
+    try {
+      const expired = await records.expire(ttl);
+      if (expired > 0) logger.info({ instances: expired, ttl }, 'expired the session records of instances that stopped saving');
+    } catch (error) {
+      logger.warn({ err: error, ttl }, 'expiring the records of dead instances failed; retrying with the next flush');
     }
   }
 }
 
 /** The view without its transitions, which are the story, saved only with `story`. */
-function recordOf({ transitions, ...body }: SessionView, story: boolean): SessionRecordInput {
+function recordOf({ transitions, ...body }: SessionView, story: boolean, now: () => number): SessionRecordInput {
   return {
     node: body.node,
     state: body.state,
-    since: body.stream?.openedAt ?? new Date().toISOString(),
+    // Only a session still `connecting` has no stream yet; it has one within the same turn.
+    since: body.stream?.openedAt ?? new Date(now()).toISOString(),
     body,
     ...(story && { story: transitions.slice(-RECORDED_TRANSITIONS) }),
   };

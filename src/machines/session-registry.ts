@@ -33,8 +33,8 @@ export interface SessionRegistryOptions {
   readonly revision: () => number;
   /** Epoch ms; stamped on every event. */
   readonly now: () => number;
-  /** The clock XState schedules eviction on; a SimulatedClock in tests. */
-  readonly clock?: Clock;
+  /** The clock XState schedules eviction on, and drains their steps; a SimulatedClock in tests. */
+  readonly clock: Clock;
   readonly logger: Logger;
   /** Transitions kept per session for inspection. Default 32. */
   readonly historySize?: number;
@@ -92,6 +92,8 @@ export class SessionRegistry {
   #arrivingHolding = false;
   /** Sessions whose generation waits for a store catch-up; asked again meanwhile, they keep waiting. */
   readonly #catchingUp = new Set<Session>();
+  /** Of those, the ones whose catch-up failed, by node: the next watchdog tick tries again. */
+  readonly #catchUpFailed = new Map<Session, string>();
   /** Sessions whose catch-up is done, generated in slices (a reconnect storm releases thousands at once). */
   #released: Array<readonly [string, Session]> = [];
   /** Store changes and ticks still being told to sessions, slice by slice. */
@@ -99,6 +101,13 @@ export class SessionRegistry {
 
   /** A session's view each time it changes state or records a NACK. */
   readonly views: Observable<SessionView> = this.#views.asObservable();
+  readonly #touches = new Subject<string>();
+  /**
+   * The node of a session whose status changed without a transition: a push, an ACK. No view
+   * is built for these (one per push would cost 10,000 views a change): a consumer builds one
+   * when it needs it. Emitted only while observed.
+   */
+  readonly touches: Observable<string> = this.#touches.asObservable();
 
   constructor(options: SessionRegistryOptions) {
     this.#options = options;
@@ -127,6 +136,7 @@ export class SessionRegistry {
     if (!session) return;
     this.#options.observer?.request(kind, request.typeUrl);
     if (kind !== 'xds.requested') this.#options.changed?.(node, kind === 'xds.nacked');
+    if (kind === 'xds.acked') this.#touch(node);
     if (this.#log.isLevelEnabled('debug')) {
       const { typeUrl, versionInfo: version, responseNonce: nonce } = request;
       this.#log.debug({ node, stream: streamId, kind, typeUrl, version, nonce }, 'request');
@@ -154,6 +164,10 @@ export class SessionRegistry {
   tick(): void {
     // A store change or tick still reaching sessions in slices will reach the rest: a tick
     // now would only do the same work again.
+    for (const [session, node] of this.#catchUpFailed) {
+      this.#catchUpFailed.delete(session);
+      this.#awaitCatchUp(node, session);
+    }
     if (this.#fanOuts > 0) return;
     const revision = this.#options.revision();
     // Optimization: the chart's `behind` guard, checked here first so that an idle fleet
@@ -196,7 +210,7 @@ export class SessionRegistry {
     const sessions = [...this.#sessions.values()];
     const steps = Math.max(1, Math.min(sessions.length, Math.ceil(period / DRAIN_STEP)));
     const perStep = Math.ceil(sessions.length / steps);
-    const clock = this.#options.clock ?? { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms) };
+    const { clock } = this.#options;
     return new Promise((resolve) => {
       let next = 0;
       const step = () => {
@@ -248,7 +262,8 @@ export class SessionRegistry {
   nacking(node: string): boolean {
     const phase = this.#sessions.get(node)?.actor.getSnapshot().context.phase;
     if (phase === undefined) return false;
-    return lastResponseNacked('ledger' in phase ? phase.ledger.status() : phase.state === 'disconnected' ? phase.types : {});
+    if ('ledger' in phase) return phase.ledger.nacking();
+    return phase.state === 'disconnected' && lastResponseNacked(phase.types);
   }
 
   get(node: string): SessionView | undefined {
@@ -278,7 +293,7 @@ export class SessionRegistry {
     const inspector = this.#options.inspectorFor?.(node);
     const actor = createActor(sessionMachine, {
       input: { node, evictionGrace },
-      ...(clock && { clock }),
+      clock,
       inspect: (inspection: InspectionEvent) => {
         inspector?.next?.(inspection);
         if (inspection.type !== '@xstate.snapshot' || inspection.actorRef !== actor) return;
@@ -310,16 +325,9 @@ export class SessionRegistry {
       case 'generate': {
         // Waiting for a catch-up already: it generates when done, from the newer projection.
         if (this.#catchingUp.has(session)) return;
-        const { catchUp } = this.#options;
-        if (!this.#arrivingHolding || catchUp === undefined) return this.#generate(node, session);
+        if (!this.#arrivingHolding || this.#options.catchUp === undefined) return this.#generate(node, session);
         this.#catchingUp.add(session);
-        void catchUp().then(
-          () => this.#release(node, session),
-          (error: unknown) => {
-            this.#log.warn({ err: error, node }, 'store catch-up before answering a returning node failed; answering from this projection');
-            this.#release(node, session);
-          },
-        );
+        this.#awaitCatchUp(node, session);
         return;
       }
       case 'send':
@@ -328,6 +336,7 @@ export class SessionRegistry {
           this.#log.debug({ node, stream: intent.streamId, typeUrl, version, nonce, resources: resources.length }, 'push');
         }
         this.#sinks.get(intent.streamId)?.send(intent.response);
+        this.#touch(node);
         return;
       case 'end':
         this.#log.info({ node, stream: intent.streamId, code: intent.status.code, reason: intent.status.message }, 'ending stream');
@@ -353,6 +362,22 @@ export class SessionRegistry {
   #shutDown(sessions: readonly Session[], reason: string): void {
     const event: SessionEvent = { type: 'shutdown.requested', at: this.#options.now(), reason };
     for (const session of sessions) session.actor.send(event);
+  }
+
+  /**
+   * Generates once the store has read the log to its end. If it cannot (the store is down),
+   * the node stays unanswered rather than be sent less than it holds, and the next tick tries
+   * again.
+   */
+  #awaitCatchUp(node: string, session: Session): void {
+    this.#options.catchUp!().then(
+      () => this.#release(node, session),
+      (error: unknown) => {
+        if (!this.#catchingUp.has(session)) return;
+        this.#log.warn({ err: error, node }, 'store catch-up before answering a returning node failed; it waits for the next try');
+        this.#catchUpFailed.set(session, node);
+      },
+    );
   }
 
   #release(node: string, session: Session): void {
@@ -400,6 +425,10 @@ export class SessionRegistry {
     this.#publish(session);
   }
 
+  #touch(node: string): void {
+    if (this.#touches.observed) this.#touches.next(node);
+  }
+
   #publish(session: Session): void {
     if (this.#views.observed) this.#views.next(this.#view(session));
   }
@@ -407,6 +436,8 @@ export class SessionRegistry {
   #remove(node: string, session: Session): void {
     // I3: an evicted session leaves nothing behind. Only this session's own entry is removed.
     if (this.#sessions.get(node) === session) this.#sessions.delete(node);
+    this.#catchingUp.delete(session);
+    this.#catchUpFailed.delete(session);
   }
 
   #view(session: Session): SessionView {

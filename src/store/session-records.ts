@@ -1,3 +1,5 @@
+import { compareText } from '../compare-text.js';
+
 /**
  * Which instance serves which node, kept in the store so that every instance can show the
  * whole fleet (issue 4). Records are written in batches by each instance for its own sessions
@@ -48,9 +50,10 @@ export interface SessionRecordBatch {
 
 export interface SessionRecords {
   /**
-   * Saves a batch atomically and marks the instance alive. Resolves true when the store had
-   * no row for the instance (its first save, or it was expired while it could not save): the
-   * caller must then save every session it has, as other instances may have dropped them.
+   * Saves a batch atomically and marks the instance alive. Resolves true when the instance
+   * joined: the store had no row for it (its first save, or it was expired while it could not
+   * save), or the row of an earlier process with the same id and another `startedAt` (a
+   * restart), whose records are then deleted. The caller must then save every session it has.
    */
   save(batch: SessionRecordBatch): Promise<boolean>;
   /** Records of instances seen within `ttl` ms, sorted by node then instance; one node's with `node`. */
@@ -81,7 +84,8 @@ export class MemorySessionRecords implements SessionRecords {
   async save({ instance, upserts, removals }: SessionRecordBatch): Promise<boolean> {
     const now = this.#now();
     const known = this.#instances.get(instance.id);
-    const entry: MemoryInstance = known ?? { info: instance, seenAt: now.getTime(), records: new Map() };
+    const joined = known?.info.startedAt !== instance.startedAt;
+    const entry: MemoryInstance = known && !joined ? known : { info: instance, seenAt: now.getTime(), records: new Map() };
     entry.info = instance;
     entry.seenAt = now.getTime();
     this.#instances.set(instance.id, entry);
@@ -91,20 +95,20 @@ export class MemorySessionRecords implements SessionRecords {
       entry.records.set(record.node, { ...record, instance: instance.id, updatedAt, ...(story !== undefined && { story }) });
     }
     for (const node of removals) entry.records.delete(node);
-    return known === undefined;
+    return joined;
   }
 
   async list(ttl: number, node?: string): Promise<readonly SessionRecord[]> {
     const records = this.#live(ttl).flatMap((entry) =>
       node === undefined ? [...entry.records.values()] : [entry.records.get(node)].filter((record) => record !== undefined),
     );
-    return records.sort((a, b) => compare(a.node, b.node) || compare(a.instance, b.instance));
+    return records.sort((a, b) => compareText(a.node, b.node) || compareText(a.instance, b.instance));
   }
 
   async instances(ttl: number): Promise<readonly InstanceRecord[]> {
     return this.#live(ttl)
       .map((entry) => ({ ...entry.info, seenAt: new Date(entry.seenAt).toISOString() }))
-      .sort((a, b) => compare(a.id, b.id));
+      .sort((a, b) => compareText(a.id, b.id));
   }
 
   async expire(ttl: number): Promise<number> {
@@ -128,6 +132,3 @@ export class MemorySessionRecords implements SessionRecords {
   }
 }
 
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}

@@ -7,12 +7,15 @@ const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-
 /** `now() - ttl`, with the ttl in ms as parameter `$n`: the store's clock decides who is alive. */
 const cutoff = (n: number) => `now() - ($${n}::double precision * interval '1 millisecond')`;
 
-// `xmax = 0` holds for a row this statement inserted, not one it updated.
+// Joined: no row for the instance (new, or expired), or one of an earlier process with the
+// same id (a restart within the ttl). `previous` reads the row as it was before this statement.
 const SAVE_INSTANCE = `
+  WITH previous AS (SELECT started_at FROM instances WHERE id = $1)
   INSERT INTO instances (id, xds_address, api_address, started_at, seen_at)
   VALUES ($1, $2, $3, $4, now())
-  ON CONFLICT (id) DO UPDATE SET xds_address = excluded.xds_address, api_address = excluded.api_address, seen_at = now()
-  RETURNING (xmax = 0) AS inserted`;
+  ON CONFLICT (id) DO UPDATE
+  SET xds_address = excluded.xds_address, api_address = excluded.api_address, started_at = excluded.started_at, seen_at = now()
+  RETURNING (SELECT started_at FROM previous) IS DISTINCT FROM instances.started_at AS joined`;
 
 // Optimization: a batch is one JSON parameter, so a save costs the same round trips whatever
 // its size (as appends do in sql-event-log.ts).
@@ -55,9 +58,12 @@ export class SqlSessionRecords implements SessionRecords {
     return this.#guard(`saving ${upserts.length} session records of instance ${instance.id}`, () =>
       this.#client.transaction(async (tx) => {
         const [row] = await tx.query(SAVE_INSTANCE, [instance.id, instance.xds, instance.api ?? null, instance.startedAt]);
+        const joined = row?.['joined'] === true;
+        // An earlier process's records under this id are not this one's sessions.
+        if (joined) await tx.query('DELETE FROM session_records WHERE instance = $1', [instance.id]);
         if (upserts.length > 0) await tx.query(UPSERT_RECORDS, [instance.id, JSON.stringify(upserts)]);
         if (removals.length > 0) await tx.query(DELETE_RECORDS, [instance.id, JSON.stringify(removals)]);
-        return row?.['inserted'] === true;
+        return joined;
       }),
     );
   }

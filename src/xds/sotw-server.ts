@@ -175,7 +175,8 @@ export class XdsServer {
       call.end();
     });
     call.on('cancelled', () => close('stream cancelled'));
-    call.on('error', (error: Error) => close(`stream error: ${error.message}`));
+    // A status this server ends the stream with arrives here too, as `details`.
+    call.on('error', (error: Error & { details?: string }) => close(`stream ended: ${error.details ?? error.message}`));
     call.on('close', () => close('stream closed'));
   }
 

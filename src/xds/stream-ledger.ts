@@ -114,6 +114,14 @@ export class StreamLedger {
   }
 
   /** Per-type status for inspection, keyed by short name. */
+  /** Whether the last response of some type was NACKed: `status()`'s answer, without building it. */
+  nacking(): boolean {
+    for (const type of this.#types.values()) {
+      if (type.sent !== undefined && type.nacked?.nonce === type.sent.nonce) return true;
+    }
+    return false;
+  }
+
   status(): Record<string, TypeStatus> {
     const out: Record<string, TypeStatus> = {};
     for (const [typeUrl, type] of this.#types) {

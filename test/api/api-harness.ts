@@ -22,8 +22,8 @@ export interface ApiHarness {
 
 export interface HarnessOptions {
   readonly sessions?: ApiBackend['sessions'];
-  /** The fleet's sessions (`?scope=fleet`); default: this instance's alone. */
-  readonly fleet?: readonly FleetSession[];
+  /** The other instances' sessions, as saved (`?scope=fleet`); default none. */
+  readonly others?: readonly FleetSession[];
   /** Leave the store unstarted (not ready). */
   readonly startStore?: boolean;
   readonly bodyLimit?: number;
@@ -48,9 +48,8 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
     instanceId: 'test',
     store,
     sessions: options.sessions ?? fakeSessions([]),
-    // A lone instance: its fleet is its own sessions.
     fleet: {
-      sessions: async (node) => (options.fleet ?? (options.sessions ?? fakeSessions([])).list()).filter((view) => node === undefined || view.node === node),
+      others: async (node) => (options.others ?? []).filter((view) => node === undefined || view.node === node),
       instances: async () => [],
     },
     ready: () => store.ready,

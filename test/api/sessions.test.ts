@@ -159,9 +159,13 @@ describe('GET /sessions over a fleet: instance and NACKing filters, counts, view
 
 describe('GET /sessions/events', () => {
   /** The sessions' views, pushed by the test as the registry would publish them. */
-  const listeners = new Set<(view: SessionView) => void>();
+  const listeners = new Set<(node: string, view?: SessionView) => void>();
   const publish = (view: SessionView) => {
-    for (const listener of listeners) listener(view);
+    for (const listener of listeners) listener(view.node, view);
+  };
+  /** A status change without a view: the feed reads the session's view itself. */
+  const touch = (node: string) => {
+    for (const listener of listeners) listener(node);
   };
   let onUnwatch = () => {};
   const streams: ClientRequest[] = [];
@@ -212,6 +216,18 @@ describe('GET /sessions/events', () => {
 
     const { value } = await events.next();
     expect(value).toEqual({ event: 'session', data: sessionView('default.web-2', 'serving', { transitions }) });
+  });
+
+  it('reads the view of a session whose status alone changed (a push, an ACK), once per batch', async () => {
+    const events = await subscribe();
+    const node = await subscribe('?node=default.web-1');
+    touch('default.web-1');
+    touch('default.web-1');
+    touch('default.nobody');
+
+    const web1 = VIEWS.find((view) => view.node === 'default.web-1')!;
+    expect((await events.next()).value).toEqual({ event: 'sessions', data: { views: [{ ...web1, transitions: undefined }] } });
+    expect((await node.next()).value).toEqual({ event: 'session', data: web1 });
   });
 
   it('tells clients to refetch rather than send a batch of more than 500 sessions', async () => {

@@ -31,6 +31,14 @@ describe('the run option table', () => {
     });
   });
 
+  it('refuses an --instance-ttl shorter than 3 × --record-interval: live instances would look dead', () => {
+    const logger = pino({ level: 'silent' });
+    expect(() => controlPlaneOptionsOf(resolve({ 'record-interval': '10s' }), logger)).toThrow(
+      /--instance-ttl \(15000 ms\) must be at least 3 × --record-interval \(10000 ms\)/,
+    );
+    expect(controlPlaneOptionsOf(resolve({ 'record-interval': '5s' }), logger)).toMatchObject({ recordInterval: 5_000, instanceTtl: 15_000 });
+  });
+
   it('reads --max-connection-age as off or a duration, and refuses anything else naming the flag', () => {
     expect(resolve({ 'max-connection-age': '30m' }).maxConnectionAge).toBe(1_800_000);
     expect(resolve({}, { CHANCERY_MAX_CONNECTION_AGE: 'off' }).maxConnectionAge).toBe('off');

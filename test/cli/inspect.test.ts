@@ -117,7 +117,7 @@ describe('chancery inspect --fleet', () => {
   };
   let fleetApi: ApiHarness;
   beforeAll(async () => {
-    fleetApi = await startApi({ sessions: fakeSessions([WAITING, SERVING]), fleet: [BEFORE, SERVING, WAITING] });
+    fleetApi = await startApi({ sessions: fakeSessions([WAITING, SERVING]), others: [BEFORE] });
   });
   afterAll(async () => {
     await fleetApi.close();

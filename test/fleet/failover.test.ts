@@ -222,6 +222,7 @@ describe('many instances, one fleet, behind a TCP load balancer', { timeout: 120
       every: 100,
     });
     const { body } = await call(`${survivor!.url}/instances`, 'GET');
+    expect(body.self).toBe(survivor!.instanceId);
     expect(body.items.map((i: { id: string }) => i.id)).toEqual([survivor!.instanceId]);
   });
 });

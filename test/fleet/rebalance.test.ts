@@ -101,11 +101,14 @@ describe('rebalancing a fleet across instances', { timeout: 60_000 }, () => {
     const nodes = envoys(front.address);
     await eventually('every node served', () => servingOn(a) + servingOn(b) === NODES.length, { every: 20 });
     const onA = servingOn(a);
-    expect(onA).toBeGreaterThan(0);
+    // All on A: grpc-js clients to one address share one connection, the balancer's first.
+    expect(onA).toBe(NODES.length);
 
     // The drain's steps run on the session clock: the first at once, the others as it advances.
     let done = false;
     const draining = a.drain().then(() => (done = true));
+    // Spread over the period: one session at once, the others step by step, not all together.
+    expect(a.listSessions()).toHaveLength(onA - 1);
     while (!done) {
       clock.increment(100);
       await new Promise((resolve) => setImmediate(resolve));

@@ -146,7 +146,10 @@ describe('session records: every instance sees which instance serves which node'
     await a.cp.apply(backendDataplane('backend-2', 10002));
     const pushed = await current.nextResponse(before + 1);
     expect(pushed.typeUrl).toBe(ENDPOINT);
-    expect(b.cp.session(NODE)).toMatchObject({ state: 'serving', instance: 'b' });
+    // Written on A, ACKed at B.
+    current.ack(pushed, ['backend']);
+    await eventually('the ACK at B', () => b.cp.session(NODE)!.types['EDS']!.acked?.nonce === pushed.nonce);
+    expect(b.cp.session(NODE)).toMatchObject({ state: 'serving', instance: 'b', types: { EDS: { acked: { version: pushed.versionInfo } } } });
   });
 
   it('removes an instance’s records as soon as it stops cleanly', async () => {
@@ -180,5 +183,44 @@ describe('session records: every instance sees which instance serves which node'
     // What it holds is current: B does not send CDS or LDS again, and certainly not fewer.
     expect(moved.responses.filter((r) => r.typeUrl === CLUSTER || r.typeUrl === LISTENER)).toEqual([]);
     expect(b.cp.session(NODE)!.revision).toBe(a.cp.store.projection.revision);
+  });
+
+  it('leaves a node arriving with configuration unanswered while the store cannot be read, and answers it once it can', async () => {
+    const log = new MemoryEventLog();
+    const a = await instance(log, 'a');
+    await a.cp.apply(backendDataplane('backend-1', 10001));
+    await a.cp.apply(backendDataplane('payments-1', 10003, 'payments'));
+    await a.cp.apply(envoyDataplane('web-1'));
+    const behind = new ScriptedLog({ inner: log, loseWakeups: true });
+    const b = await instance(behind, 'b');
+    await a.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+    const first = await envoy(a);
+    const clusters = first.responses.find((r) => r.typeUrl === CLUSTER)!;
+    const listeners = first.responses.find((r) => r.typeUrl === LISTENER)!;
+    first.close();
+
+    // B cannot read the log: rather than answer from its projection, which is behind, it waits.
+    behind.failure = new Error('connection to the database lost');
+    const moved = AdsStream.open(b.cp.addresses.xds);
+    streams.push(moved);
+    moved.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: clusters.versionInfo });
+    moved.send({ typeUrl: ENDPOINT, resourceNames: ['backend', 'payments'] });
+    moved.send({ typeUrl: LISTENER, versionInfo: listeners.versionInfo });
+    await eventually('the failed catch-up', () => b.cp.session(NODE)?.state === 'awaiting-snapshot' && behind.reads > 0);
+    b.watchdog.next();
+    await eventually('a second failed try', () => behind.reads > 1);
+    expect(moved.responses).toEqual([]);
+    expect(b.cp.session(NODE)!.state).toBe('awaiting-snapshot');
+
+    behind.failure = undefined;
+    // Each tick tries again (a try already under way when the store came back still fails).
+    await eventually('the node served once a try succeeds', () => {
+      b.watchdog.next();
+      return b.cp.session(NODE)!.state === 'serving';
+    });
+    expect(b.cp.session(NODE)!.revision).toBe(a.cp.store.projection.revision);
+    // What it holds is current: only the EDS it asked for by name is sent.
+    await moved.until(() => moved.responses.length > 0, 'the EDS response');
+    expect(moved.responses.map((r) => r.typeUrl)).toEqual([ENDPOINT]);
   });
 });

@@ -53,7 +53,7 @@ export async function startGatedPlane(evictionGrace: number): Promise<GatedPlane
       instanceId: 'model',
       store,
       sessions: registrySessions(registry),
-      fleet: { sessions: async () => registry.list(), instances: async () => [] },
+      fleet: { others: async () => [], instances: async () => [] },
       ready: () => store.ready,
     },
     { logger },

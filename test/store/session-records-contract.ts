@@ -52,6 +52,16 @@ export function sessionRecordsContract(name: string, newLog: () => Promise<Event
       ]);
     });
 
+    it('treats a restart under the same id as joining: the earlier process’s records go', async () => {
+      const records = log.sessionRecords;
+      await records.save(batch('a', [record('default.x'), record('default.y')]));
+      const restarted = { ...batch('a', [record('default.z')]), instance: { ...batch('a', []).instance, startedAt: '2030-01-02T04:00:00.000Z' } };
+      expect(await records.save(restarted)).toBe(true);
+      expect((await records.list(HOUR)).map((r) => r.node)).toEqual(['default.z']);
+      expect((await records.instances(HOUR)).map((i) => i.startedAt)).toEqual(['2030-01-02T04:00:00.000Z']);
+      expect(await records.save({ ...restarted, upserts: [] })).toBe(false);
+    });
+
     it('keeps a node’s story from the last save that had one', async () => {
       const records = log.sessionRecords;
       await records.save(batch('a', [{ ...record('default.x'), story: ['opened', 'served'] }]));

@@ -12,6 +12,8 @@ export interface FleetInstance {
   readonly clock: SimulatedClock;
   /** Emit to have the instance save its session records. */
   readonly save: Subject<void>;
+  /** Emit to make the watchdog tick. */
+  readonly watchdog: Subject<void>;
 }
 
 /**
@@ -23,17 +25,18 @@ export interface FleetInstance {
 export async function startFleetInstance(log: EventLog, id: string, options: Partial<ControlPlaneOptions> = {}): Promise<FleetInstance> {
   const clock = new SimulatedClock();
   const save = new Subject<void>();
+  const watchdog = new Subject<void>();
   const cp = createControlPlane({
     xdsAddress: '127.0.0.1:0',
     apiAddress: false,
     store: log,
     instanceId: id,
     logger: pino({ level: 'silent' }),
-    watchdog: new Subject(),
+    watchdog,
     recordTicks: save,
     clock,
     ...options,
   });
   await cp.start();
-  return { cp, clock, save };
+  return { cp, clock, save, watchdog };
 }

@@ -1,16 +1,12 @@
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ControlPlane } from '../../src/index.js';
-import type { SessionView } from '../../src/machines/session-view.js';
-import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import { CLUSTER } from '../../src/xds/type-urls.js';
 import { AdsStream } from '../support/ads-client.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { BACKEND, envoyDataplane, sessionIn } from '../xds/fixtures.js';
+import { ARTIFACTS, connectEnvoy, launchBrowser, sessionRow, visit as visitApi } from './ui-support.js';
 
-/** Screenshots for a person to look at; git ignores the folder. */
-const ARTIFACTS = path.resolve(import.meta.dirname, '../artifacts');
 const NACK_MESSAGE = 'listener inbound:127.0.0.1:10003: invalid filter chain: port 0 is out of range';
 
 let browser: Browser;
@@ -19,11 +15,7 @@ let page: Page;
 const streams: AdsStream[] = [];
 
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchBrowser();
 });
 afterAll(async () => {
   await browser.close();
@@ -34,9 +26,9 @@ beforeEach(async () => {
   await harness.cp.apply(BACKEND);
   await harness.cp.apply(envoyDataplane('web-1'));
   await harness.cp.apply(envoyDataplane('web-2', { inbound: [{ port: 10003, service: 'web' }] }));
-  await connectEnvoy('default.web-1', { endpoints: true });
-  await connectEnvoy('default.web-2', { endpoints: true, nack: NACK_MESSAGE });
-  await connectEnvoy('default.backend-1', { endpoints: false });
+  await connectEnvoy(open(), harness.cp, 'default.web-1', { endpoints: true });
+  await connectEnvoy(open(), harness.cp, 'default.web-2', { endpoints: true, nack: NACK_MESSAGE });
+  await connectEnvoy(open(), harness.cp, 'default.backend-1', { endpoints: false });
   // No Dataplane: it waits in awaiting-snapshot.
   const waiting = open();
   waiting.send({ typeUrl: CLUSTER, nodeId: 'default.ghost-1' });
@@ -55,48 +47,8 @@ function open(): AdsStream {
   return stream;
 }
 
-/**
- * Subscribes like Envoy (CDS, EDS for `backend` when it calls it, LDS), ACKing CDS and EDS; LDS
- * is ACKed, or NACKed with `nack` (then it resolves once the session has recorded the NACK).
- */
-async function connectEnvoy(node: string, options: { endpoints: boolean; nack?: string }): Promise<AdsStream> {
-  const stream = open();
-  stream.send({ typeUrl: CLUSTER, nodeId: node });
-  stream.ack(await stream.nextResponse());
-  if (options.endpoints) {
-    stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
-    stream.ack(await stream.nextResponse(), ['backend']);
-  }
-  stream.send({ typeUrl: LISTENER });
-  const listeners = await stream.nextResponse();
-  if (options.nack === undefined) {
-    stream.ack(listeners);
-    return stream;
-  }
-  const recorded = nackRecorded(harness.cp, node);
-  stream.send({ typeUrl: LISTENER, versionInfo: '', responseNonce: listeners.nonce, errorDetail: { code: 3, message: options.nack } });
-  await recorded;
-  return stream;
-}
-
-function nackRecorded(cp: ControlPlane, node: string): Promise<SessionView> {
-  return new Promise((resolve) => {
-    const subscription = cp.sessions.subscribe((view) => {
-      if (view.node !== node || view.types.LDS?.nacked === undefined) return;
-      subscription.unsubscribe();
-      resolve(view);
-    });
-  });
-}
-
-/** Opens a UI page and waits until its live feed is connected, so no later change is missed. */
-async function visit(hash: string): Promise<void> {
-  await page.goto(`http://${harness.api}/ui${hash}`);
-  await page.locator('#live[data-live="on"]').waitFor();
-}
-
-const row = (node: string, state?: string) =>
-  page.locator(state === undefined ? `tr[data-node="${node}"]` : `tr[data-node="${node}"][data-state="${state}"]`);
+const visit = (hash: string) => visitApi(page, harness.api, hash);
+const row = (node: string, state?: string) => sessionRow(page, node, state);
 
 describe('the fleet page', () => {
   it('lists the sessions by state, with counts and each type\'s ACK or NACK', async () => {

@@ -12,6 +12,20 @@ export async function getText(path) {
   return response.ok ? response.text() : undefined;
 }
 
+let instanceId;
+
+/**
+ * The id of the instance serving this page, or undefined while it cannot be told. The API does
+ * not name it, so it is the instance whose recorded API address is this page's host (or its
+ * port on an unspecified address, as `0.0.0.0:5681`), else the instance of this one's sessions.
+ */
+export async function thisInstance() {
+  if (instanceId !== undefined) return instanceId;
+  const instances = await getJson('/instances');
+  instanceId = instances.status === 200 ? instances.body.self : undefined;
+  return instanceId;
+}
+
 /**
  * Subscribes to `GET /sessions/events` (for one node when `node` is given). `onOpen` runs on
  * every (re)connect: whatever happened while disconnected was missed, so the page refetches.

@@ -1,10 +1,13 @@
 // The UI's router: `#/` (with filters) is the fleet, `#/nodes/<node>` a node's page.
 
+import { thisInstance } from './api.js';
+import { h, replace } from './dom.js';
 import { fleetPage } from './fleet-page.js';
 import { nodePage } from './node-page.js';
 
 const main = document.getElementById('main');
 const live = document.getElementById('live');
+const instance = document.getElementById('instance');
 
 const LIVE_TEXT = { on: 'Live', off: 'Reconnecting…', connecting: 'Connecting…' };
 
@@ -12,6 +15,20 @@ const LIVE_TEXT = { on: 'Live', off: 'Reconnecting…', connecting: 'Connecting�
 function setLive(state) {
   live.dataset.live = state;
   live.textContent = LIVE_TEXT[state];
+  if (state === 'on' && instance.hidden) showInstance();
+}
+
+/** Names the instance serving the page in the header, once it can be told (see `thisInstance`). */
+function showInstance() {
+  thisInstance().then(
+    (id) => {
+      if (id === undefined) return;
+      replace(instance, h('span', { class: 'muted' }, 'instance '), h('code', {}, id));
+      instance.title = 'The instance serving this page: its live feed updates the pages';
+      instance.hidden = false;
+    },
+    () => {},
+  );
 }
 
 let current;

@@ -1,18 +1,29 @@
 // The fleet: sessions counted by state and instance, filtered, one page of them in a table,
-// kept current by the live feed.
+// kept current by the live feed. With the whole fleet in scope, other instances' sessions
+// show as they last saved them, asked for again every few seconds.
 
-import { getJson, openFeed } from './api.js';
+import { getJson, openFeed, thisInstance } from './api.js';
 import { h, replace } from './dom.js';
 import { outcomeBadge, stateBadge } from './badges.js';
-import { count, STATES, TYPES } from './session-status.js';
+import { refreshWhileVisible } from './refresh-while-visible.js';
+import { ago, count, STATES, TYPES } from './session-status.js';
 
 /** Rows per page: the browser never holds more than this many sessions. */
 const PAGE_SIZE = 100;
 
-/** The filters a fleet URL carries: `#/?mesh=default&state=serving&instance=…&nacking=true&page=2`. */
+/** How often the whole-fleet view asks again: instances save their records every second by default. */
+const FLEET_REFRESH_MS = 2000;
+
+const SCOPES = [
+  ['local', 'This instance'],
+  ['fleet', 'Whole fleet'],
+];
+
+/** The filters a fleet URL carries: `#/?scope=fleet&mesh=default&state=serving&instance=…&nacking=true&page=2`. */
 function filtersOf(params) {
   const page = Number.parseInt(params.get('page') ?? '1', 10);
   return {
+    scope: params.get('scope') === 'fleet' ? 'fleet' : 'local',
     mesh: params.get('mesh') ?? '',
     state: params.get('state') ?? '',
     instance: params.get('instance') ?? '',
@@ -24,6 +35,7 @@ function filtersOf(params) {
 /** The filters as query parameters, the same in the page's URL and in `GET /sessions`. */
 function filterParams(filters) {
   const params = new URLSearchParams();
+  if (filters.scope === 'fleet') params.set('scope', 'fleet');
   if (filters.mesh) params.set('mesh', filters.mesh);
   if (filters.state) params.set('state', filters.state);
   if (filters.instance) params.set('instance', filters.instance);
@@ -64,6 +76,10 @@ export function fleetPage({ main, setLive }) {
   let reloadOwed = false;
   const meshes = new Set();
   const instances = new Set();
+  /** `GET /instances` while the whole fleet is in scope: id, sessions, seenAt of each. */
+  let fleetInstances = [];
+  let self;
+  let stopRefresh;
 
   const countsEl = h('section', { class: 'counts', 'aria-label': 'Sessions by state' });
   const instancesEl = h('section', { class: 'instances', 'aria-label': 'Sessions by instance' });
@@ -71,6 +87,13 @@ export function fleetPage({ main, setLive }) {
   const stateSelect = h('select', { id: 'filter-state', name: 'state' });
   const instanceSelect = h('select', { id: 'filter-instance', name: 'instance' });
   const nackingBox = h('input', { id: 'filter-nacking', name: 'nacking', type: 'checkbox' });
+  const scopeRadios = SCOPES.map(([value]) => h('input', { id: `scope-${value}`, name: 'scope', type: 'radio', value, class: 'visually-hidden' }));
+  const scopeEl = h(
+    'fieldset',
+    { class: 'scope' },
+    h('legend', { class: 'visually-hidden' }, 'Sessions of'),
+    SCOPES.map(([value, label], index) => [scopeRadios[index], h('label', { for: `scope-${value}` }, label)]),
+  );
   const form = h(
     'form',
     { class: 'filters', role: 'search', 'aria-label': 'Filter sessions', onsubmit: (event) => event.preventDefault() },
@@ -83,20 +106,25 @@ export function fleetPage({ main, setLive }) {
     h('span', { class: 'check' }, nackingBox, h('label', { for: 'filter-nacking' }, 'NACKing only')),
     h('a', { class: 'button', href: '#/' }, 'Clear filters'),
   );
-  form.addEventListener('change', () => {
+  const navigate = (event) => {
+    const scope = scopeRadios.find((radio) => radio.checked)?.value ?? 'local';
     location.hash = hrefOf({
+      scope,
       mesh: meshSelect.value,
       state: stateSelect.value,
-      instance: instanceSelect.value,
+      // This instance alone has no other instance to filter by.
+      instance: event.target.name === 'scope' && scope === 'local' ? '' : instanceSelect.value,
       nacking: nackingBox.checked,
       page: 1,
     });
-  });
+  };
+  form.addEventListener('change', navigate);
+  scopeEl.addEventListener('change', navigate);
   const tbody = h('tbody');
   const table = h(
     'table',
     { class: 'sessions' },
-    h('caption', { class: 'visually-hidden' }, 'Sessions of the fleet, sorted by node'),
+    h('caption', { class: 'visually-hidden' }, 'Sessions, sorted by node then instance'),
     h(
       'thead',
       {},
@@ -108,7 +136,7 @@ export function fleetPage({ main, setLive }) {
   const statusEl = h('p', { class: 'status', role: 'status' });
   replace(
     main,
-    h('div', { class: 'page-head' }, h('h1', {}, 'Fleet'), statusEl),
+    h('div', { class: 'page-head' }, h('h1', {}, 'Fleet'), scopeEl, statusEl),
     h('div', { class: 'overview' }, countsEl, instancesEl),
     form,
     h('div', { class: 'table-wrap' }, table),
@@ -122,10 +150,16 @@ export function fleetPage({ main, setLive }) {
     }
     loading = true;
     const startedAt = received;
+    const fleet = filters.scope === 'fleet';
     try {
-      const { status, body } = await getJson(sessionsQuery(filters));
+      const [{ status, body }, listed] = await Promise.all([
+        getJson(sessionsQuery(filters)),
+        fleet ? getJson('/instances') : undefined,
+        self === undefined ? thisInstance().then((id) => (self = id)) : undefined,
+      ]);
       error = status === 200 ? undefined : body.reason;
       if (status === 200) page = body;
+      fleetInstances = listed?.status === 200 ? listed.body.items : [];
       render(startedAt);
     } catch (failure) {
       error = `cannot reach the API: ${failure.message}`;
@@ -141,23 +175,27 @@ export function fleetPage({ main, setLive }) {
 
   /** The page's rows: the fetched ones, updated by feed views newer than the fetch, and the evicted kept. */
   function rowsOf(startedAt) {
-    const rows = new Map(page.items.map((view) => [view.node, view]));
-    for (const [node, { view, at }] of recent) {
-      if (at <= startedAt) recent.delete(node);
-      else if (rows.has(node)) rows.set(node, view);
+    const rows = new Map(page.items.map((view) => [rowKey(view), view]));
+    for (const [key, { view, at }] of recent) {
+      if (at <= startedAt) recent.delete(key);
+      else if (rows.has(key)) rows.set(key, view);
     }
-    for (const [node, { view, at }] of evicted) {
-      if (at > startedAt || !rows.has(node)) rows.set(node, view);
-      else evicted.delete(node);
+    for (const [key, { view, at }] of evicted) {
+      if (at > startedAt || !rows.has(key)) rows.set(key, view);
+      else evicted.delete(key);
     }
-    return [...rows.values()].sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+    return [...rows.values()].sort((a, b) => compare(a.node, b.node) || compare(a.instance, b.instance));
   }
 
   function render(startedAt = received) {
     for (const instance of Object.keys(page.counts.byInstance)) instances.add(instance);
+    for (const { id } of fleetInstances) instances.add(id);
     renderFilters();
     renderCounts();
-    replace(tbody, rowsOf(startedAt).map((view) => rowOf(view, changed.has(view.node))));
+    const fleet = filters.scope === 'fleet';
+    keepingRowFocus(tbody, () => replace(tbody, rowsOf(startedAt).map((view) => rowOf(view, { changed: changed.has(rowKey(view)), fleet }))));
+    // A batch flashes once: the periodic refresh redraws its rows without it.
+    changed = new Set();
     if (tbody.childElementCount === 0) {
       tbody.append(h('tr', {}, h('td', { class: 'empty', colspan: 5 + TYPES.length }, 'No sessions match these filters.')));
     }
@@ -171,28 +209,43 @@ export function fleetPage({ main, setLive }) {
     if (filters.state) parts.push(`in ${filters.state}`);
     if (filters.mesh) parts.push(`in mesh ${filters.mesh}`);
     if (filters.instance) parts.push(`on ${filters.instance}`);
+    else if (filters.scope === 'fleet') parts.push('across the fleet');
     if (filters.nacking) parts.push('NACKing');
     return parts.length === 0 ? '' : ` ${parts.join(', ')}`;
   }
 
   function renderFilters() {
-    // Options are rebuilt only when they change: a live update must not close an open select.
-    const options = (select, values, all, current) => {
+    // Options are rebuilt only when they change, and relabelled in place: a live update must
+    // not close an open select.
+    const options = (select, values, all, current, label = (value) => value) => {
       const known = [...new Set([...values, ...(current ? [current] : [])])].sort();
       const key = known.join('\n');
       if (select.dataset.options !== key) {
         select.dataset.options = key;
-        replace(select, h('option', { value: '' }, all), known.map((value) => h('option', { value }, value)));
+        replace(select, h('option', { value: '' }, all), known.map((value) => h('option', { value })));
+      }
+      for (const option of select.options) {
+        const text = option.value === '' ? all : label(option.value);
+        if (option.textContent !== text) option.textContent = text;
       }
       select.value = current;
     };
     options(meshSelect, meshes, 'All meshes', filters.mesh);
-    options(instanceSelect, instances, 'All instances', filters.instance);
+    options(instanceSelect, instances, 'All instances', filters.instance, instanceLabel);
+    for (const radio of scopeRadios) radio.checked = radio.value === filters.scope;
     if (stateSelect.options.length === 0) {
       replace(stateSelect, h('option', { value: '' }, 'All states'), STATES.map((state) => h('option', { value: state }, state)));
     }
     stateSelect.value = filters.state;
     nackingBox.checked = filters.nacking;
+  }
+
+  /** `cp-b · 3 sessions · seen 1 s ago` with the whole fleet in scope, else the id. */
+  function instanceLabel(id) {
+    const listed = fleetInstances.find((instance) => instance.id === id);
+    if (listed === undefined) return id === self ? `${id} (this instance)` : id;
+    const sessions = `${count(listed.sessions)} session${listed.sessions === 1 ? '' : 's'}`;
+    return id === self ? `${id} (this instance) · ${sessions}` : `${id} · ${sessions} · seen ${ago(listed.seenAt)}`;
   }
 
   function renderCounts() {
@@ -225,23 +278,29 @@ export function fleetPage({ main, setLive }) {
         }),
       ),
     );
-    const entries = Object.entries(byInstance).sort(([a], [b]) => (a < b ? -1 : 1));
+    // The whole fleet lists every live instance, those with no matching session too.
+    const ids = [...new Set([...Object.keys(byInstance), ...fleetInstances.map((instance) => instance.id)])].sort();
     replace(
       instancesEl,
       h('h2', {}, 'Instances'),
-      entries.length === 0
+      ids.length === 0
         ? h('p', { class: 'muted' }, 'none')
         : h(
             'ul',
             {},
-            entries.map(([instance, n]) =>
-              h(
+            ids.map((instance) => {
+              const selected = filters.instance === instance;
+              const seenAt = fleetInstances.find((listed) => listed.id === instance)?.seenAt;
+              return h(
                 'li',
-                {},
-                h('a', { href: hrefOf({ ...filters, instance, page: 1 }) }, instance),
-                h('span', { class: 'muted' }, ` ${count(n)}`),
-              ),
-            ),
+                { 'data-instance': instance },
+                h('a', { href: hrefOf({ ...filters, instance: selected ? '' : instance, page: 1 }), 'aria-current': selected ? 'true' : undefined }, instance),
+                h('span', { class: 'muted' }, ` ${count(byInstance[instance] ?? 0)}`),
+                instance === self
+                  ? h('span', { class: 'instance-note' }, 'this instance')
+                  : seenAt && h('span', { class: 'instance-note', title: `last saved its sessions at ${seenAt}` }, `seen ${ago(seenAt)}`),
+              );
+            }),
           ),
     );
   }
@@ -263,14 +322,16 @@ export function fleetPage({ main, setLive }) {
   }
 
   function onViews(views) {
-    changed = new Set(views.map((view) => view.node));
+    changed = new Set(views.map(rowKey));
+    const fleet = filters.scope === 'fleet';
     for (const view of views) {
+      const key = rowKey(view);
       const update = { view, at: ++received };
-      recent.set(view.node, update);
-      const row = tbody.querySelector(`tr[data-node="${CSS.escape(view.node)}"]`);
-      if (view.state !== 'evicted') evicted.delete(view.node);
-      else if (row) evicted.set(view.node, update);
-      row?.replaceWith(rowOf(view, true));
+      recent.set(key, update);
+      const row = tbody.querySelector(`tr[data-node="${CSS.escape(view.node)}"][data-instance="${CSS.escape(view.instance)}"]`);
+      if (view.state !== 'evicted') evicted.delete(key);
+      else if (row) evicted.set(key, update);
+      if (row) keepingRowFocus(tbody, () => row.replaceWith(rowOf(view, { changed: true, fleet })));
     }
     // Counts and membership of the page change with states: refetch the page (one request at a time).
     load();
@@ -301,22 +362,60 @@ export function fleetPage({ main, setLive }) {
       recent.clear();
       evicted.clear();
       changed = new Set();
-      document.title = 'Fleet · Chancery';
+      document.title = filters.scope === 'fleet' ? 'Whole fleet · Chancery' : 'Fleet · Chancery';
+      // The live feed carries this instance's sessions only: the others' are asked for again.
+      if (filters.scope !== 'fleet') {
+        stopRefresh?.();
+        stopRefresh = undefined;
+      } else stopRefresh ??= refreshWhileVisible(FLEET_REFRESH_MS, load);
       renderFilters();
       load();
     },
-    destroy: close,
+    destroy() {
+      close();
+      stopRefresh?.();
+    },
   };
 }
 
-function rowOf(view, changed) {
+/** A row is a session: a node on one instance (with the whole fleet, a node may be on two). */
+function rowKey(view) {
+  return `${view.instance}\n${view.node}`;
+}
+
+/**
+ * Redraws rows and gives the focus back to the link of the row that had it: the whole fleet is
+ * redrawn every few seconds, and a keyboard user must not lose their place.
+ */
+function keepingRowFocus(tbody, redraw) {
+  const row = tbody.contains(document.activeElement) ? document.activeElement.closest('tr') : null;
+  redraw();
+  if (row === null || row.isConnected) return;
+  const selector = `tr[data-node="${CSS.escape(row.dataset.node)}"][data-instance="${CSS.escape(row.dataset.instance)}"] a`;
+  tbody.querySelector(selector)?.focus({ preventScroll: true });
+}
+
+function compare(a, b) {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** With the whole fleet, sessions of other instances say they are as last saved, and when. */
+function rowOf(view, { changed, fleet }) {
   const classes = [view.state === 'evicted' && 'evicted', changed && 'changed'].filter(Boolean);
   return h(
     'tr',
-    { 'data-node': view.node, 'data-state': view.state, class: classes.length > 0 ? classes.join(' ') : undefined },
+    { 'data-node': view.node, 'data-instance': view.instance, 'data-state': view.state, class: classes.length > 0 ? classes.join(' ') : undefined },
     h('th', { scope: 'row' }, h('a', { href: `#/nodes/${encodeURIComponent(view.node)}` }, view.node)),
     h('td', {}, stateBadge(view.state)),
-    h('td', {}, view.instance),
+    h(
+      'td',
+      { class: 'instance-cell' },
+      view.instance,
+      fleet &&
+        (view.recordedAt
+          ? h('span', { class: 'as-of', title: `as ${view.instance} last saved it, at ${view.recordedAt}` }, `saved ${ago(view.recordedAt)}`)
+          : h('span', { class: 'as-of', title: 'this instance’s session, live' }, 'live')),
+    ),
     h('td', { class: 'num' }, view.revision ?? '–'),
     TYPES.map((type) => h('td', { class: 'type' }, outcomeBadge(view.types[type]))),
     h('td', {}, view.error ? h('span', { class: 'error-code', title: view.error.message }, view.error.code) : ''),

@@ -1,10 +1,16 @@
 // One node's story: where it is in the chart and how it got there, what each type was sent,
 // ACKed and NACKed, and the configuration last sent. Kept current by the node's live feed.
+// When other instances have a session for the node, its story across the fleet too, asked
+// for again every few seconds (their changes come through no feed).
 
 import { getJson, getText, openFeed } from './api.js';
 import { outcomeBadge, stateBadge } from './badges.js';
 import { h, parseSvg, replace } from './dom.js';
-import { count, timeOf, TYPES } from './session-status.js';
+import { refreshWhileVisible } from './refresh-while-visible.js';
+import { ago, count, timeOf, TYPES } from './session-status.js';
+
+/** How often the story across the fleet is asked for again. */
+const FLEET_REFRESH_MS = 2000;
 
 /** The chart is the same for every node: fetched once per page load. */
 let chart;
@@ -20,6 +26,10 @@ export function nodePage({ main, setLive }, node) {
   let configKey = '';
   let missing = false;
   let error;
+  /** `GET /sessions/{node}/history?scope=fleet`; undefined when no live instance has the node. */
+  let fleet;
+  let fleetError;
+  let fleetLoading = false;
 
   const headEl = h('div', { class: 'node-head' });
   const noticeEl = h('div', { class: 'notice-slot', role: 'status' });
@@ -28,11 +38,23 @@ export function nodePage({ main, setLive }, node) {
   const timelineEl = h('ol', { class: 'timeline' });
   const typesEl = h('div', { class: 'table-wrap' });
   const configEl = h('div', { class: 'config' });
-  replace(
-    main,
-    h('nav', { class: 'breadcrumb', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, '← Fleet')),
-    headEl,
-    noticeEl,
+  const fleetSessionsEl = h('ul', { class: 'fleet-sessions' });
+  const fleetTimelineEl = h('ol', { class: 'fleet-timeline' });
+  const fleetEl = h(
+    'section',
+    { class: 'panel fleet-story', 'aria-labelledby': 'fleet-story-title', hidden: true },
+    h('h2', { id: 'fleet-story-title' }, 'Across the fleet ', h('span', { class: 'muted' }, '(other instances as they last saved it)')),
+    h(
+      'div',
+      { class: 'columns' },
+      h('div', {}, h('h3', {}, 'Sessions'), fleetSessionsEl),
+      h('div', {}, h('h3', {}, 'Timeline ', h('span', { class: 'muted' }, '(newest first)')), fleetTimelineEl),
+    ),
+  );
+  // What this instance knows of its own session: hidden while it has none to show.
+  const localEl = h(
+    'div',
+    { hidden: true },
     countsEl,
     h('section', { class: 'panel' }, h('h2', {}, 'State chart'), figureEl),
     h('section', { class: 'panel' }, h('h2', {}, 'xDS types'), typesEl),
@@ -43,6 +65,14 @@ export function nodePage({ main, setLive }, node) {
       h('section', { class: 'panel' }, h('h2', {}, 'Configuration last sent'), configEl),
     ),
   );
+  replace(
+    main,
+    h('nav', { class: 'breadcrumb', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, '← Fleet')),
+    headEl,
+    noticeEl,
+    fleetEl,
+    localEl,
+  );
   document.title = `${node} · Chancery`;
 
   /** Everything the page shows, fetched again on every (re)connect of the feed: changes in between were missed. */
@@ -52,6 +82,7 @@ export function nodePage({ main, setLive }, node) {
         getJson(`/sessions/${encodeURIComponent(node)}`),
         getJson(`/sessions/${encodeURIComponent(node)}/xds`),
         chartSvg(),
+        loadFleet(),
       ]);
       error = session.status === 200 || session.status === 404 ? undefined : session.body.reason;
       missing = session.status === 404;
@@ -80,8 +111,32 @@ export function nodePage({ main, setLive }, node) {
     renderConfig();
   }
 
+  /** The node's sessions on every live instance; renders what it changes. */
+  async function loadFleet() {
+    if (fleetLoading) return;
+    fleetLoading = true;
+    try {
+      const { status, body } = await getJson(`/sessions/${encodeURIComponent(node)}/history?scope=fleet`);
+      fleet = status === 200 ? body : undefined;
+      fleetError = status === 200 || status === 404 ? undefined : body.reason;
+    } catch (failure) {
+      fleetError = `cannot reach the API for the fleet: ${failure.message}`;
+    } finally {
+      fleetLoading = false;
+    }
+    renderHead();
+    renderFleet();
+  }
+
+  /** Sessions of the node on other instances (this instance's own has no `recordedAt`). */
+  function elsewhere() {
+    return fleet?.sessions.filter((session) => session.recordedAt !== undefined) ?? [];
+  }
+
   function render() {
     renderHead();
+    renderFleet();
+    localEl.hidden = view === undefined;
     if (view === undefined) return;
     renderCounts();
     renderChart();
@@ -102,13 +157,43 @@ export function nodePage({ main, setLive }, node) {
       h('h1', {}, node, ' ', view && stateBadge(view.state)),
       facts && h('dl', { class: 'facts' }, facts.map(([name, value]) => h('div', {}, h('dt', {}, name), h('dd', {}, value)))),
     );
+    const others = elsewhere().map((session) => session.instance);
+    const onOthers = others.length === 0 ? '' : ` It has a session on ${others.join(', ')}: see its story across the fleet.`;
     let notice;
     if (error !== undefined) notice = h('p', { class: 'notice error' }, error);
     else if (view?.error) notice = h('p', { class: 'notice error' }, h('strong', {}, view.error.code), ': ', view.error.message);
     else if (view !== undefined && (view.state === 'evicted' || missing)) {
-      notice = h('p', { class: 'notice' }, 'This session was evicted: it no longer exists on this instance. What it showed last is kept below.');
-    } else if (missing) notice = h('p', { class: 'notice' }, `No session for ${node} on this instance. It may have been evicted, or be connected to another instance; this page updates when it connects.`);
-    replace(noticeEl, notice);
+      notice = h('p', { class: 'notice' }, `This session was evicted: it no longer exists on this instance. What it showed last is kept below.${onOthers}`);
+    } else if (missing && others.length > 0) {
+      notice = h('p', { class: 'notice' }, `No session for ${node} on this instance: it is connected to ${others.join(', ')}. Its story is below, as last saved there; this page updates if it connects here.`);
+    } else if (missing) {
+      notice = h('p', { class: 'notice' }, `No session for ${node} on this instance, nor on any other live instance. It may have been evicted; this page updates when it connects.`);
+    }
+    replace(noticeEl, notice, fleetError !== undefined && h('p', { class: 'notice error' }, fleetError));
+  }
+
+  /** Shown when other instances have a session for the node: which, in what state, and the steps of all of them. */
+  function renderFleet() {
+    fleetEl.hidden = elsewhere().length === 0;
+    if (fleetEl.hidden) return;
+    replace(
+      fleetSessionsEl,
+      fleet.sessions.map((session) =>
+        h(
+          'li',
+          { 'data-instance': session.instance, 'data-state': session.state },
+          h('strong', { class: 'instance-name' }, session.instance),
+          stateBadge(session.state),
+          session.recordedAt === undefined
+            ? h('span', { class: 'as-of' }, 'this instance, live')
+            : h('span', { class: 'as-of', title: `last saved at ${session.recordedAt}` }, `saved ${ago(session.recordedAt)}`),
+        ),
+      ),
+    );
+    replace(
+      fleetTimelineEl,
+      fleet.transitions.length === 0 ? h('li', { class: 'muted' }, 'No transitions saved yet.') : [...fleet.transitions].reverse().map(stepItem),
+    );
   }
 
   function renderCounts() {
@@ -156,25 +241,7 @@ export function nodePage({ main, setLive }, node) {
   }
 
   function renderTimeline() {
-    replace(
-      timelineEl,
-      view.transitions.length === 0
-        ? h('li', { class: 'muted' }, 'No transitions yet.')
-        : [...view.transitions].reverse().map((step) =>
-            h(
-              'li',
-              { class: `step${step.event === 'xds.nacked' ? ' nack' : ''}` },
-              timeElement(step.at),
-              h(
-                'div',
-                { class: 'step-main' },
-                h('code', { class: 'event' }, step.event),
-                h('span', { class: 'move' }, stateBadge(step.from), step.from === step.to ? '' : [' → ', stateBadge(step.to)]),
-              ),
-              step.detail && detailList(step.detail),
-            ),
-          ),
-    );
+    replace(timelineEl, view.transitions.length === 0 ? h('li', { class: 'muted' }, 'No transitions yet.') : [...view.transitions].reverse().map(stepItem));
   }
 
   function renderTypes() {
@@ -232,6 +299,7 @@ export function nodePage({ main, setLive }, node) {
     );
   }
 
+  const stopRefresh = refreshWhileVisible(FLEET_REFRESH_MS, loadFleet);
   const close = openFeed({
     node,
     onOpen: () => {
@@ -251,12 +319,34 @@ export function nodePage({ main, setLive }, node) {
     onResync: () => load(),
   });
 
-  return { destroy: close };
+  return {
+    destroy() {
+      close();
+      stopRefresh();
+    },
+  };
 }
 
 /** Which versions and nonces a view says were sent; the configuration shown must match. */
 function keyOf(view) {
   return view === undefined ? '' : TYPES.map((type) => `${view.types[type]?.sent?.version}/${view.types[type]?.sent?.nonce}`).join(' ');
+}
+
+/** One step of a timeline; a step of the story across the fleet names its instance. */
+function stepItem(step) {
+  return h(
+    'li',
+    { class: `step${step.event === 'xds.nacked' ? ' nack' : ''}`, 'data-instance': step.instance },
+    timeElement(step.at),
+    h(
+      'div',
+      { class: 'step-main' },
+      step.instance && h('span', { class: 'instance-tag' }, step.instance),
+      h('code', { class: 'event' }, step.event),
+      h('span', { class: 'move' }, stateBadge(step.from), step.from === step.to ? '' : [' → ', stateBadge(step.to)]),
+    ),
+    step.detail && detailList(step.detail),
+  );
 }
 
 function titleOf(group) {

@@ -28,6 +28,19 @@ export function timeOf(iso) {
   return TIME.format(new Date(iso));
 }
 
+/**
+ * How long before `now` an ISO time was, as in `saved 2 s ago`; a time ahead of the browser's
+ * clock (it is the store's) reads as just now.
+ */
+export function ago(iso, now = Date.now()) {
+  const seconds = Math.max(0, Math.floor((now - Date.parse(iso)) / 1000));
+  if (seconds < 1) return 'just now';
+  if (seconds < 60) return `${seconds} s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  return `${Math.floor(seconds / 86400)} d ago`;
+}
+
 const NUMBER = new Intl.NumberFormat();
 
 export function count(n) {

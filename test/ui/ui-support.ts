@@ -1,0 +1,64 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import type { ControlPlane } from '../../src/index.js';
+import type { SessionView } from '../../src/machines/session-view.js';
+import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import type { AdsStream } from '../support/ads-client.js';
+
+/** Screenshots for a person to look at; git ignores the folder. */
+export const ARTIFACTS = path.resolve(import.meta.dirname, '../artifacts');
+
+/** Debian's headless Chromium, quiet: no first-run, sync or background requests. */
+export async function launchBrowser(): Promise<Browser> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  return chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** Opens a UI page of the API at `api` and waits until its live feed is connected, so no later change is missed. */
+export async function visit(page: Page, api: string, hash: string): Promise<void> {
+  await page.goto(`http://${api}/ui${hash}`);
+  await page.locator('#live[data-live="on"]').waitFor();
+}
+
+/** The fleet table's row of `node`, in `state` when given. */
+export function sessionRow(page: Page, node: string, state?: string): Locator {
+  return page.locator(state === undefined ? `tr[data-node="${node}"]` : `tr[data-node="${node}"][data-state="${state}"]`);
+}
+
+/**
+ * Subscribes on `stream` like Envoy (CDS, EDS for `backend` when it calls it, LDS), ACKing CDS
+ * and EDS; LDS is ACKed, or NACKed with `nack` (then it resolves once `cp`'s session has
+ * recorded the NACK).
+ */
+export async function connectEnvoy(stream: AdsStream, cp: ControlPlane, node: string, options: { endpoints: boolean; nack?: string }): Promise<AdsStream> {
+  stream.send({ typeUrl: CLUSTER, nodeId: node });
+  stream.ack(await stream.nextResponse());
+  if (options.endpoints) {
+    stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
+    stream.ack(await stream.nextResponse(), ['backend']);
+  }
+  stream.send({ typeUrl: LISTENER });
+  const listeners = await stream.nextResponse();
+  if (options.nack === undefined) {
+    stream.ack(listeners);
+    return stream;
+  }
+  const recorded = nackRecorded(cp, node);
+  stream.send({ typeUrl: LISTENER, versionInfo: '', responseNonce: listeners.nonce, errorDetail: { code: 3, message: options.nack } });
+  await recorded;
+  return stream;
+}
+
+function nackRecorded(cp: ControlPlane, node: string): Promise<SessionView> {
+  return new Promise((resolve) => {
+    const subscription = cp.sessions.subscribe((view) => {
+      if (view.node !== node || view.types.LDS?.nacked === undefined) return;
+      subscription.unsubscribe();
+      resolve(view);
+    });
+  });
+}
