@@ -6,6 +6,7 @@ import { generate } from '../../src/mesh/index.js';
 import { decodeResponse, type DecodedResponse } from '../../src/xds/decode.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 import { encodeRequest } from '../../src/xds/xds-request.js';
+import { MemoryEventLog } from '../../src/store/memory-event-log.js';
 import { AdsStream } from '../support/ads-client.js';
 import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
 import { BACKEND, envoyDataplane, getSession, namesOf, sessionIn, settle } from '../xds/fixtures.js';
@@ -207,7 +208,8 @@ describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave
       return process.memoryUsage().heapUsed;
     };
 
-    const h = (harness = await startHarness());
+    const log = new MemoryEventLog();
+    const h = (harness = await startHarness({ store: log }));
     const names = Array.from({ length: NODES }, (_, i) => `dp-${i}`);
     const warmup = Array.from({ length: 500 }, (_, i) => `warm-${i}`);
     const all = [...names, ...warmup];
@@ -252,7 +254,7 @@ describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave
     h.clock.increment(10_000);
     expect(h.cp.listSessions()).toHaveLength(0);
     // The sessions' records for the fleet's view go with the next save (every second).
-    await vi.waitFor(async () => expect(await h.cp.fleetSessions()).toHaveLength(0), { timeout: 5_000, interval: 100 });
+    await vi.waitFor(async () => expect(await log.sessionRecords.list(60_000)).toHaveLength(0), { timeout: 5_000, interval: 100 });
     const after = await settleHeap();
     expect(served.refs.filter((ref) => ref.deref() !== undefined)).toHaveLength(0);
     // 10,000 disconnected sessions hold about 70 MB; evicted, they leave about 3 MB (JIT code, pools).
