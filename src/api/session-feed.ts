@@ -15,6 +15,11 @@ export interface SessionFeedOptions {
   readonly interval: number;
   /** Views in one fleet batch; more become a single `resync` event telling clients to refetch. */
   readonly maxBatch: number;
+  /**
+   * ms before the batch after a `resync`: a fleet busy enough to need one (a change reaching
+   * every session) would otherwise have every page refetch at every interval.
+   */
+  readonly resyncInterval: number;
   /** Calls `flush` after `ms` and returns a cancel; `setTimeout` by default. */
   readonly schedule?: (flush: () => void, ms: number) => () => void;
 }
@@ -36,10 +41,12 @@ export class SessionFeed {
   #pending = new Map<string, SessionView | undefined>();
   #unwatch: (() => void) | undefined;
   #cancel: (() => void) | undefined;
+  #delay: number;
 
   constructor(sessions: Pick<ApiBackend['sessions'], 'watch' | 'get'>, options: SessionFeedOptions) {
     this.#sessions = sessions;
     this.#options = options;
+    this.#delay = options.interval;
   }
 
   /** Adds a client; returns its removal. */
@@ -62,7 +69,7 @@ export class SessionFeed {
   #changed(node: string, view: SessionView | undefined): void {
     // A view given with a change is kept: an evicted session has no other view to read.
     if (view !== undefined || !this.#pending.has(node)) this.#pending.set(node, view);
-    this.#cancel ??= (this.#options.schedule ?? schedule)(() => this.#flush(), this.#options.interval);
+    this.#cancel ??= (this.#options.schedule ?? schedule)(() => this.#flush(), this.#delay);
   }
 
   #flush(): void {
@@ -73,12 +80,14 @@ export class SessionFeed {
     let fleet: string | undefined;
     for (const client of this.#clients) {
       if (client.node === undefined) {
-        client.send((fleet ??= fleetEvent(batch, viewOf, this.#options.maxBatch)));
+        fleet ??= fleetEvent(batch, viewOf, this.#options.maxBatch);
+        client.send(fleet);
         continue;
       }
       const view = batch.has(client.node) ? viewOf(client.node) : undefined;
       if (view !== undefined) client.send(`event: session\ndata: ${JSON.stringify(view)}\n\n`);
     }
+    this.#delay = fleet === RESYNC_EVENT ? this.#options.resyncInterval : this.#options.interval;
   }
 
   #stop(): void {

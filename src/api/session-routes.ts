@@ -17,8 +17,8 @@ const SESSION_STATES: Readonly<Record<SessionState, true>> = {
   evicted: true,
 };
 
-/** How often the live feed sends a batch, and how many views one batch may carry. */
-const FEED = { interval: 300, maxBatch: 500 } as const;
+/** How often the live feed sends a batch, how many views one batch may carry, and how long it waits after a resync. */
+const FEED = { interval: 300, maxBatch: 500, resyncInterval: 2_000 } as const;
 
 interface SessionQuery {
   /** `local` (default): this instance's sessions; `fleet`: every live instance's. */
