@@ -13,8 +13,14 @@ import { TransitionRing } from './transition-ring.js';
 
 type Clock = NonNullable<ActorOptions<SessionMachine>['clock']>;
 
-/** Sessions told of a store change per turn of the event loop. */
-const FAN_OUT_SLICE = 256;
+/**
+ * ms of session work per turn of the event loop when many sessions are told of something (a
+ * store change, a tick, a release after a catch-up): bounded by time rather than by count, so
+ * no turn stalls the loop, and pushes and ACKs flow between turns (bench/README.md, ui).
+ */
+const SLICE_MS = 8;
+/** Sessions handled between two looks at the clock. */
+const SLICE_CHECK = 16;
 
 /** ms between the slices of a drain. */
 const DRAIN_STEP = 100;
@@ -184,10 +190,11 @@ export class SessionRegistry {
   #fanOut(sessions: ReadonlyArray<readonly [string, Session]>, event: SessionEvent): void {
     let next = 0;
     const slice = () => {
-      const end = Math.min(next + FAN_OUT_SLICE, sessions.length);
-      for (; next < end; next++) {
-        const [node, session] = sessions[next]!;
+      const end = performance.now() + SLICE_MS;
+      while (next < sessions.length) {
+        const [node, session] = sessions[next++]!;
         if (this.#sessions.get(node) === session) session.actor.send(event);
+        if (next % SLICE_CHECK === 0 && performance.now() >= end) break;
       }
       if (next < sessions.length) setImmediate(slice);
       else this.#fanOuts--;
@@ -384,10 +391,13 @@ export class SessionRegistry {
     this.#released.push([node, session]);
     if (this.#released.length > 1) return;
     const slice = () => {
-      for (const [node, session] of this.#released.splice(0, FAN_OUT_SLICE)) {
-        this.#catchingUp.delete(session);
-        if (this.#sessions.get(node) === session) this.#generate(node, session);
-      }
+      const end = performance.now() + SLICE_MS;
+      do {
+        for (const [node, session] of this.#released.splice(0, SLICE_CHECK)) {
+          this.#catchingUp.delete(session);
+          if (this.#sessions.get(node) === session) this.#generate(node, session);
+        }
+      } while (this.#released.length > 0 && performance.now() < end);
       if (this.#released.length > 0) setImmediate(slice);
     };
     setImmediate(slice);
