@@ -28,6 +28,7 @@ import type { MeshShape } from './support/mesh-shape.js';
 import { printHot, profileFile } from './support/print-profile.js';
 import { printTable } from './support/print-table.js';
 import { rankCorrelation, since, spread, type Spread } from './support/stats.js';
+import { integerOption } from './support/integer-option.js';
 
 interface Options {
   readonly sizes: readonly number[];
@@ -140,19 +141,14 @@ function parseOptions(argv: readonly string[]): Options {
       'cpu-prof': { type: 'boolean', default: false },
     },
   });
-  const count = (name: string, value: string, min: number, max: number) => {
-    const number = Number(value);
-    if (!Number.isInteger(number) || number < min || number > max) throw new Error(`--${name} must be an integer from ${min} to ${max}, not "${value}"`);
-    return number;
-  };
   return {
-    sizes: values.n.split(',').map((size) => count('n', size.trim(), 1, 20_000)),
-    changes: count('changes', values.changes, 1, 10),
-    services: count('services', values.services, 1, 1_000),
-    streamsPerConnection: count('streams-per-connection', values['streams-per-connection'], 1, 10_000),
-    spreadMs: count('spread-ms', values['spread-ms'], 0, 10_000),
-    idleMs: count('idle-ms', values['idle-ms'], 0, 30_000),
-    deadlineMs: count('deadline-s', values['deadline-s'], 1, 3_600) * SECOND,
+    sizes: values.n.split(',').map((size) => integerOption('n', size.trim(), 1, 20_000)),
+    changes: integerOption('changes', values.changes, 1, 10),
+    services: integerOption('services', values.services, 1, 1_000),
+    streamsPerConnection: integerOption('streams-per-connection', values['streams-per-connection'], 1, 10_000),
+    spreadMs: integerOption('spread-ms', values['spread-ms'], 0, 10_000),
+    idleMs: integerOption('idle-ms', values['idle-ms'], 0, 30_000),
+    deadlineMs: integerOption('deadline-s', values['deadline-s'], 1, 3_600) * SECOND,
     pin: !values.unpinned && canPin(),
     cpuProf: values['cpu-prof'],
   };

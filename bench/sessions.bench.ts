@@ -22,6 +22,7 @@ import type { PhaseProfile } from './support/cpu-profile.js';
 import type { MeshShape } from './support/mesh-shape.js';
 import { printTable } from './support/print-table.js';
 import { since, spread, type Spread } from './support/stats.js';
+import { integerOption } from './support/integer-option.js';
 
 interface Options {
   readonly sizes: readonly number[];
@@ -124,11 +125,7 @@ function parseOptions(argv: readonly string[]): Options {
       'cpu-prof': { type: 'boolean', default: false },
     },
   });
-  const count = (name: string, value: string, max: number) => {
-    const number = Number(value);
-    if (!Number.isInteger(number) || number < 1 || number > max) throw new Error(`--${name} must be an integer from 1 to ${max}, not "${value}"`);
-    return number;
-  };
+  const count = (name: string, value: string, max: number) => integerOption(name, value, 1, max);
   return {
     sizes: values.n.split(',').map((size) => count('n', size.trim(), 20_000)),
     changes: count('changes', values.changes, 10),

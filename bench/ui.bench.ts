@@ -27,6 +27,7 @@ import { spread } from './support/stats.js';
 import { PageFeedClient, type FeedTally, type PageBehaviour } from './support/ui-feed-client.js';
 import { browserAgent, timedGet, timePageLoad, timeRoute } from './support/ui-http.js';
 import { STALL_MS, type LoopLagSample } from './support/ui-loop-lag.js';
+import { integerOption } from './support/integer-option.js';
 
 interface Options {
   readonly sizes: readonly number[];
@@ -115,22 +116,17 @@ function parseOptions(argv: readonly string[]): Options {
       'cpu-prof': { type: 'boolean', default: false },
     },
   });
-  const count = (name: string, value: string, min: number, max: number) => {
-    const number = Number(value);
-    if (!Number.isInteger(number) || number < min || number > max) throw new Error(`--${name} must be an integer from ${min} to ${max}, not "${value}"`);
-    return number;
-  };
   return {
-    sizes: values.n.split(',').map((size) => count('n', size.trim(), 100, 20_000)),
-    services: count('services', values.services, 2, 1_000),
-    repetitions: count('repetitions', values.repetitions, MINIMUM_REPETITIONS, 10_000),
-    rounds: count('rounds', values.rounds, 1, 10),
-    changes: count('changes', values.changes, 1, 10),
-    churnPercent: count('churn-percent', values['churn-percent'], 1, 100),
-    tabs: count('tabs', values.tabs, 1, 50),
-    idleMs: count('idle-ms', values['idle-ms'], 1_000, 60_000),
-    streamsPerConnection: count('streams-per-connection', values['streams-per-connection'], 1, 10_000),
-    deadlineMs: count('deadline-s', values['deadline-s'], 60, 3_600) * SECOND,
+    sizes: values.n.split(',').map((size) => integerOption('n', size.trim(), 100, 20_000)),
+    services: integerOption('services', values.services, 2, 1_000),
+    repetitions: integerOption('repetitions', values.repetitions, MINIMUM_REPETITIONS, 10_000),
+    rounds: integerOption('rounds', values.rounds, 1, 10),
+    changes: integerOption('changes', values.changes, 1, 10),
+    churnPercent: integerOption('churn-percent', values['churn-percent'], 1, 100),
+    tabs: integerOption('tabs', values.tabs, 1, 50),
+    idleMs: integerOption('idle-ms', values['idle-ms'], 1_000, 60_000),
+    streamsPerConnection: integerOption('streams-per-connection', values['streams-per-connection'], 1, 10_000),
+    deadlineMs: integerOption('deadline-s', values['deadline-s'], 60, 3_600) * SECOND,
     pin: !values.unpinned && canPin(),
     cpuProf: values['cpu-prof'],
   };
