@@ -33,6 +33,8 @@ export interface ApiBackend {
     others(node?: string): Promise<readonly FleetSession[]>;
     instances(): Promise<readonly InstanceRecord[]>;
   };
+  /** ms a disconnected session waits for its node: the chart's eviction delay (`GET /statechart`); default 10 s. */
+  readonly evictionGrace?: number;
   /** Ready once the store is caught up (`/readyz`). */
   ready(): boolean;
   /** Prometheus text for `GET /metrics`; without it the route is not served. */

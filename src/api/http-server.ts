@@ -73,7 +73,7 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   if (backend.metrics) registerMetricsRoutes(app, backend.metrics);
   registerUiRoutes(app);
   registerSessionHistoryRoutes(app, backend);
-  registerStatechartRoutes(app);
+  registerStatechartRoutes(app, backend);
 
   return {
     async listen(host, port) {

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { isStatechartFormat, renderStatechart, STATECHART_FORMATS, type StatechartFormat } from '../machines/statechart-formats.js';
+import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError } from './errors.js';
 import { onlyKnown, type Query, single } from './query-params.js';
 
@@ -12,15 +13,15 @@ const CONTENT_TYPE: Readonly<Record<StatechartFormat, string>> = {
 
 /**
  * The session state chart (issue 5), generated from the machine: `GET /statechart?format=`
- * json (the default), mermaid, dot or svg.
+ * json (the default), mermaid, dot or svg, its eviction delay the running instance's.
  */
-export function registerStatechartRoutes(app: FastifyInstance): void {
+export function registerStatechartRoutes(app: FastifyInstance, { evictionGrace }: Pick<ApiBackend, 'evictionGrace'>): void {
   app.get<{ Querystring: Query }>('/statechart', async (request, reply) => {
     onlyKnown(request.query, ['format']);
     const format = single(request.query, 'format') ?? 'json';
     if (!isStatechartFormat(format)) {
       throw new InvalidQueryError('format', `format must be one of ${STATECHART_FORMATS.join(', ')}; got ${format}`);
     }
-    return reply.type(CONTENT_TYPE[format]).send(await renderStatechart(format));
+    return reply.type(CONTENT_TYPE[format]).send(await renderStatechart(format, evictionGrace));
   });
 }

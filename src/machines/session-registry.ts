@@ -140,9 +140,13 @@ export class SessionRegistry {
   request(node: string, streamId: string, kind: FollowUpKind, request: TypedRequest): void {
     const session = this.#sessions.get(node);
     if (!session) return;
-    this.#options.observer?.request(kind, request.typeUrl);
-    if (kind !== 'xds.requested') this.#options.changed?.(node, kind === 'xds.nacked');
-    if (kind === 'xds.acked') this.#touch(node);
+    // A superseded stream's requests change nothing (the chart ignores them): not counted either.
+    const { phase } = session.actor.getSnapshot().context;
+    if ('stream' in phase && phase.stream.id === streamId) {
+      this.#options.observer?.request(kind, request.typeUrl);
+      if (kind !== 'xds.requested') this.#options.changed?.(node, kind === 'xds.nacked');
+      if (kind === 'xds.acked') this.#touch(node);
+    }
     if (this.#log.isLevelEnabled('debug')) {
       const { typeUrl, versionInfo: version, responseNonce: nonce } = request;
       this.#log.debug({ node, stream: streamId, kind, typeUrl, version, nonce }, 'request');

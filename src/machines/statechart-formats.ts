@@ -8,11 +8,11 @@ import { type ChartState, type ChartTransition, chartOf, type Statechart } from 
 export const STATECHART_FORMATS = ['mermaid', 'dot', 'svg', 'json'] as const;
 export type StatechartFormat = (typeof STATECHART_FORMATS)[number];
 
-/** A session's input, for the delays that read its context (the eviction grace). */
-const DELAY_INPUT = { node: 'default.chart', evictionGrace: DEFAULTS.evictionGrace };
-let sessionChart: Statechart | undefined;
+/** The charts walked so far, by eviction grace: the delay that reads a session's context. */
+const sessionCharts = new Map<number, Statechart>();
 let viz: Promise<Viz> | undefined;
-const rendered = new Map<StatechartFormat, Promise<string>>();
+/** Renderings so far, by `<format>:<eviction grace>`. */
+const rendered = new Map<string, Promise<string>>();
 
 export function isStatechartFormat(text: string): text is StatechartFormat {
   return (STATECHART_FORMATS as readonly string[]).includes(text);
@@ -109,12 +109,17 @@ export function toDot(chart: Statechart): string {
 }
 
 /**
- * The session chart, its delays shown at their defaults (`chancery run --eviction-grace`):
- * walked from `sessionMachine` once, on first use.
+ * The session chart, its eviction delay shown as `evictionGrace` ms (`chancery run
+ * --eviction-grace`, default 10 s): walked from `sessionMachine` once per grace, on first use.
  */
-export function sessionStatechart(): Statechart {
-  sessionChart ??= chartOf(sessionMachine, { context: initialTransition(sessionMachine, DELAY_INPUT)[0].context });
-  return sessionChart;
+export function sessionStatechart(evictionGrace: number = DEFAULTS.evictionGrace): Statechart {
+  let chart = sessionCharts.get(evictionGrace);
+  if (chart === undefined) {
+    const input = { node: 'default.chart', evictionGrace };
+    chart = chartOf(sessionMachine, { context: initialTransition(sessionMachine, input)[0].context });
+    sessionCharts.set(evictionGrace, chart);
+  }
+  return chart;
 }
 
 /**
@@ -124,19 +129,20 @@ export function sessionStatechart(): Statechart {
  * @example
  * process.stdout.write(await renderStatechart('mermaid'));
  */
-export function renderStatechart(format: StatechartFormat): Promise<string> {
-  let text = rendered.get(format);
+export function renderStatechart(format: StatechartFormat, evictionGrace: number = DEFAULTS.evictionGrace): Promise<string> {
+  const key = `${format}:${evictionGrace}`;
+  let text = rendered.get(key);
   if (text === undefined) {
-    text = render(format);
-    rendered.set(format, text);
+    text = render(format, evictionGrace);
+    rendered.set(key, text);
     // A failed rendering (a Graphviz bug) is tried again next time rather than remembered.
-    text.catch(() => rendered.delete(format));
+    text.catch(() => rendered.delete(key));
   }
   return text;
 }
 
-async function render(format: StatechartFormat): Promise<string> {
-  const chart = sessionStatechart();
+async function render(format: StatechartFormat, evictionGrace: number): Promise<string> {
+  const chart = sessionStatechart(evictionGrace);
   switch (format) {
     case 'json':
       return `${JSON.stringify(chart, null, 2)}\n`;

@@ -31,6 +31,8 @@ export interface HarnessOptions {
   readonly retention?: Retention;
   /** Stamps each event's time. */
   readonly now?: () => Date;
+  /** The eviction grace the chart shows. */
+  readonly evictionGrace?: number;
 }
 
 /** A real API server on 127.0.0.1:0 over a started memory store and the given sessions. */
@@ -53,6 +55,7 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
       instances: async () => [],
     },
     ready: () => store.ready,
+    ...(options.evictionGrace !== undefined && { evictionGrace: options.evictionGrace }),
   };
   const serverOptions: ApiServerOptions = { logger: pino({ level: 'info' }, sink), bodyLimit: options.bodyLimit };
   const server = createApiServer(backend, serverOptions);

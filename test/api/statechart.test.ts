@@ -30,6 +30,17 @@ describe('GET /statechart', () => {
     expect(await response.text()).toBe(await renderStatechart(format));
   });
 
+  it('shows the eviction delay the instance runs with', async () => {
+    const graced = await startApi({ evictionGrace: 2_500 });
+    try {
+      const mermaid = await (await fetch(`${graced.url}/statechart?format=mermaid`)).text();
+      expect(mermaid).toContain('disconnected --> evicted : after 2500ms (evictionGrace)');
+      expect(await (await fetch(`${api.url}/statechart?format=mermaid`)).text()).toContain('after 10000ms (evictionGrace)');
+    } finally {
+      await graced.close();
+    }
+  });
+
   it.each([
     ['/statechart?format=png', 'format', 'format must be one of mermaid, dot, svg, json; got png'],
     ['/statechart?format=dot&format=svg', 'format', 'format may be given once'],
