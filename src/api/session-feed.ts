@@ -67,8 +67,9 @@ export class SessionFeed {
   }
 
   #changed(node: string, view: SessionView | undefined): void {
-    // A view given with a change is kept: an evicted session has no other view to read.
-    if (view !== undefined || !this.#pending.has(node)) this.#pending.set(node, view);
+    // The last change wins: a view given with it is kept (an evicted session has no other view
+    // to read); a change without one (a push, an ACK) means "read the live view when sending".
+    this.#pending.set(node, view);
     this.#cancel ??= (this.#options.schedule ?? schedule)(() => this.#flush(), this.#delay);
   }
 
@@ -96,6 +97,7 @@ export class SessionFeed {
     this.#cancel?.();
     this.#cancel = undefined;
     this.#pending.clear();
+    this.#delay = this.#options.interval;
   }
 }
 

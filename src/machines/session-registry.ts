@@ -174,9 +174,13 @@ export class SessionRegistry {
   tick(): void {
     // A store change or tick still reaching sessions in slices will reach the rest: a tick
     // now would only do the same work again.
-    for (const [session, node] of this.#catchUpFailed) {
-      this.#catchUpFailed.delete(session);
-      this.#awaitCatchUp(node, session);
+    if (this.#catchUpFailed.size > 0) {
+      // One line a tick, not one a node: the store's own failure is logged where it happens.
+      this.#log.warn({ nodes: this.#catchUpFailed.size }, 'nodes arriving with configuration still wait for the store to be read; trying again');
+      for (const [session, node] of this.#catchUpFailed) {
+        this.#catchUpFailed.delete(session);
+        this.#awaitCatchUp(node, session);
+      }
     }
     if (this.#fanOuts > 0) return;
     const revision = this.#options.revision();
@@ -383,10 +387,8 @@ export class SessionRegistry {
   #awaitCatchUp(node: string, session: Session): void {
     this.#options.catchUp!().then(
       () => this.#release(node, session),
-      (error: unknown) => {
-        if (!this.#catchingUp.has(session)) return;
-        this.#log.warn({ err: error, node }, 'store catch-up before answering a returning node failed; it waits for the next try');
-        this.#catchUpFailed.set(session, node);
+      () => {
+        if (this.#catchingUp.has(session)) this.#catchUpFailed.set(session, node);
       },
     );
   }

@@ -113,7 +113,6 @@ export class StreamLedger {
     return this.#types.get(typeUrl)?.sent;
   }
 
-  /** Per-type status for inspection, keyed by short name. */
   /** Whether the last response of some type was NACKed: `status()`'s answer, without building it. */
   nacking(): boolean {
     for (const type of this.#types.values()) {
@@ -122,6 +121,7 @@ export class StreamLedger {
     return false;
   }
 
+  /** Per-type status for inspection, keyed by short name. */
   status(): Record<string, TypeStatus> {
     const out: Record<string, TypeStatus> = {};
     for (const [typeUrl, type] of this.#types) {

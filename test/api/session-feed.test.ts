@@ -19,7 +19,7 @@ function feedWith(views: readonly SessionView[]) {
   );
   const events: string[] = [];
   feed.add({ send: (event) => events.push(event), end: () => {} });
-  return { touch: (node: string) => listener!(node), scheduled, events };
+  return { touch: (node: string) => listener!(node), publish: (view: SessionView) => listener!(view.node, view), scheduled, events };
 }
 
 describe('SessionFeed', () => {
@@ -39,5 +39,20 @@ describe('SessionFeed', () => {
 
     touch('default.b');
     expect(scheduled.map(({ ms }) => ms)).toEqual([300, 2_000, 300]);
+  });
+
+  it('sends the live view when a push or an ACK follows a state change in the same batch, and a kept view when none does', () => {
+    const live = [sessionView('default.a', 'serving', { revision: 2 })];
+    const { touch, publish, scheduled, events } = feedWith(live);
+
+    publish(sessionView('default.a', 'serving', { revision: 1 }));
+    touch('default.a');
+    scheduled[0]!.flush();
+    expect(events[0]).toContain('"revision":2');
+
+    // Evicted: the registry has no view any more, so the one given with the change is sent.
+    publish(sessionView('default.gone', 'evicted'));
+    scheduled[1]!.flush();
+    expect(events[1]).toContain('"node":"default.gone","state":"evicted"');
   });
 });

@@ -14,11 +14,7 @@ export async function getText(path) {
 
 let instanceId;
 
-/**
- * The id of the instance serving this page, or undefined while it cannot be told. The API does
- * not name it, so it is the instance whose recorded API address is this page's host (or its
- * port on an unspecified address, as `0.0.0.0:5681`), else the instance of this one's sessions.
- */
+/** The id of the instance serving this page, as `GET /instances` names it (`self`); undefined when that fails. */
 export async function thisInstance() {
   if (instanceId !== undefined) return instanceId;
   const instances = await getJson('/instances');
