@@ -33,6 +33,7 @@ export class SessionRecorder {
   /** Nodes to save, and whether their story changed too. */
   #dirty = new Map<string, boolean>();
   #flushing: Promise<void> | undefined;
+  #joined = false;
 
   constructor(options: SessionRecorderOptions) {
     this.#options = options;
@@ -74,7 +75,16 @@ export class SessionRecorder {
       const joined = await records.save({ instance: this.#options.instance(), upserts, removals });
       // New to the store (first save, expired while it could not save, or a restart): others
       // may have dropped its records, so every session it has is saved again.
-      if (joined) for (const node of sessions.nodes()) this.touched(node, true);
+      if (joined) {
+        if (this.#joined) {
+          logger.warn(
+            { ttl },
+            'this instance’s records were gone (it could not save within the ttl) or taken (another process has the same instance id): saving every session again',
+          );
+        }
+        this.#joined = true;
+        for (const node of sessions.nodes()) this.touched(node, true);
+      }
     } catch (error) {
       for (const [node, story] of nodes) this.touched(node, story);
       logger.warn({ err: error, records: nodes.size }, 'saving session records failed; retrying with the next flush');
