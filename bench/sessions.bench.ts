@@ -9,17 +9,16 @@
  * Targets (the issue): 10,000 sessions served; a change ACKed at all 10,000 within 2 s
  * (p99); under 20 KB of heap per idle session beyond the shared resource bytes.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import path from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { ChangeResult, ConnectResult, FleetApi } from './fleet.js';
 import type { MemorySample, ServerApi, UsageSample } from './server.js';
+import { BenchChildren, canPin } from './support/bench-children.js';
 import { ChildLink } from './support/child-link.js';
 import type { PhaseProfile } from './support/cpu-profile.js';
 import type { MeshShape } from './support/mesh-shape.js';
+import { printHot, profileFile } from './support/print-profile.js';
 import { printTable } from './support/print-table.js';
 import { since, spread, type Spread } from './support/stats.js';
 import { integerOption } from './support/integer-option.js';
@@ -74,41 +73,19 @@ interface SizeResult {
 }
 
 const SECOND = 1_000;
-const PROFILES = path.join(tmpdir(), 'chancery-bench-profiles');
 
-/** Children alive now, killed if the whole run overstays its deadline. */
-const live = new Set<{ kill(): void }>();
+/** The server and fleet of the size being run, killed if the run fails or overstays its deadline. */
+const children = new BenchChildren();
 
 export default async function sessionsBench(argv: readonly string[]): Promise<void> {
   const options = parseOptions(argv);
   printMachine('before', options);
-  const deadline = setTimeout(() => {
-    console.error(`\n[sessions] ABORTED: the run exceeded its deadline of ${options.deadlineMs / SECOND} s (--deadline-s); killing the server and fleet`);
-    for (const child of live) child.kill();
-    process.exit(1);
-  }, options.deadlineMs);
-  try {
+  await children.withDeadline('sessions', options.deadlineMs, async () => {
     const results: SizeResult[] = [];
     for (const nodes of options.sizes) results.push(await runSize(nodes, options));
     printMachine('after', options);
     printResults(results, options);
-  } finally {
-    clearTimeout(deadline);
-  }
-}
-
-function track<T extends { kill(): void }>(child: T): T {
-  live.add(child);
-  return child;
-}
-
-function hasTaskset(): boolean {
-  try {
-    execFileSync('taskset', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
+  });
 }
 
 function parseOptions(argv: readonly string[]): Options {
@@ -133,7 +110,7 @@ function parseOptions(argv: readonly string[]): Options {
     streamsPerConnection: count('streams-per-connection', values['streams-per-connection'], 10_000),
     idleMs: count('idle-ms', values['idle-ms'], 30_000),
     deadlineMs: count('deadline-s', values['deadline-s'], 3_600) * SECOND,
-    pin: !values.unpinned && hasTaskset(),
+    pin: !values.unpinned && canPin(),
     cpuProf: values['cpu-prof'],
   };
 }
@@ -145,7 +122,7 @@ async function runSize(nodes: number, options: Options): Promise<SizeResult> {
     nodeFlags: ['--expose-gc', '--max-old-space-size=4096'],
     ...(options.pin && { cpus: '0' }),
   });
-  track(server);
+  children.track(server);
   let fleet: ChildLink<FleetApi> | undefined;
   try {
     const { xds } = await server.request('start', { refreshInterval: 1_000 }, 30 * SECOND);
@@ -158,7 +135,7 @@ async function runSize(nodes: number, options: Options): Promise<SizeResult> {
     const warmed = await server.request('memory', null, 30 * SECOND);
 
     console.log(`[sessions] N=${nodes}: ${nodes} dataplanes connect at once`);
-    fleet = track(ChildLink.fork<FleetApi>('fleet', 'fleet.ts', { ...(options.pin && { cpus: '1' }) }));
+    fleet = children.track(ChildLink.fork<FleetApi>('fleet', 'fleet.ts', { ...(options.pin && { cpus: '1' }) }));
     const fleetBefore = await fleet.request('usage', null, 30 * SECOND);
     const before = await server.request('usage', null, 10 * SECOND);
     if (options.cpuProf) await server.request('profileStart', null, 10 * SECOND);
@@ -168,7 +145,7 @@ async function runSize(nodes: number, options: Options): Promise<SizeResult> {
       { address: xds, shape, streamsPerConnection: options.streamsPerConnection, timeoutMs: connectTimeout },
       connectTimeout + 10 * SECOND,
     );
-    const connectHot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`connect-${nodes}`) }, 30 * SECOND) : undefined;
+    const connectHot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`server-connect-${nodes}`) }, 30 * SECOND) : undefined;
     const afterConnect = await server.request('usage', null, 10 * SECOND);
     const fleetAfter = await fleet.request('usage', null, 10 * SECOND);
 
@@ -211,11 +188,10 @@ async function runSize(nodes: number, options: Options): Promise<SizeResult> {
       changes,
     };
   } catch (error) {
-    fleet?.kill();
-    server.kill();
     throw new Error(`sessions bench aborted at N=${nodes}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   } finally {
-    live.clear();
+    // Gone already after a clean run; killed after a failed one.
+    children.killAll();
   }
 }
 
@@ -233,7 +209,7 @@ async function runChange(
   const { startedAt, fannedOutAt, appliedAt } = await server.request('change', { change }, 60 * SECOND);
   const result: ChangeResult = await fleet.request('awaitChange', { timeoutMs: 30 * SECOND }, 40 * SECOND);
   const hot = options.cpuProf
-    ? await server.request('profileStop', { top: 25, file: profileFile(`change-${change}-${nodes}`) }, 30 * SECOND)
+    ? await server.request('profileStop', { top: 25, file: profileFile(`server-change-${change}-${nodes}`) }, 30 * SECOND)
     : undefined;
   const after = await server.request('usage', null, 10 * SECOND);
   const fleetAfter = await fleet.request('usage', null, 10 * SECOND);
@@ -346,17 +322,4 @@ function printResults(results: readonly SizeResult[], options: Options): void {
       if (slowest) printHot(`Server hot functions, change ${slowest.change}, N=${r.nodes}`, slowest.hot);
     }
   }
-}
-
-function profileFile(phase: string): string {
-  mkdirSync(PROFILES, { recursive: true });
-  return path.join(PROFILES, `server-${phase}.cpuprofile`);
-}
-
-function printHot(title: string, profile: PhaseProfile | undefined): void {
-  if (!profile) return;
-  const rows = (list: PhaseProfile['self']) => list.map((f) => [f.name, f.where, f.ms.toFixed(0), f.percent.toFixed(1)]);
-  printTable(`${title}, by self time`, ['function', 'where', 'self (ms)', '%'], rows(profile.self));
-  printTable(`${title}, by inclusive time`, ['function', 'where', 'total (ms)', '%'], rows(profile.inclusive));
-  console.log(`\nprofile: ${profile.file}`);
 }
