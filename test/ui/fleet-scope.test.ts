@@ -5,7 +5,7 @@ import { MemoryEventLog } from '../../src/store/memory-event-log.js';
 import { AdsStream } from '../support/ads-client.js';
 import { type FleetInstance, startFleetInstance } from '../support/fleet-instance.js';
 import { BACKEND, envoyDataplane } from '../xds/fixtures.js';
-import { ARTIFACTS, connectEnvoy, launchBrowser, sessionRow, visit as visitApi } from './ui-support.js';
+import { ARTIFACTS, connectEnvoy, launchBrowser, NACK_MESSAGE, sessionRow, visit as visitApi } from './ui-support.js';
 
 /**
  * Two instances in one process sharing one store (a MemoryEventLog shares its change feed and
@@ -13,8 +13,6 @@ import { ARTIFACTS, connectEnvoy, launchBrowser, sessionRow, visit as visitApi }
  * and saves its records when the test says so. The feed carries cp-a's sessions only, so
  * what the page shows of cp-b comes from the whole-fleet API and the page's periodic refresh.
  */
-
-const NACK_MESSAGE = 'listener inbound:127.0.0.1:10003: invalid filter chain: port 0 is out of range';
 
 let browser: Browser;
 let page: Page;

@@ -9,6 +9,9 @@ import type { AdsStream } from '../support/ads-client.js';
 /** Screenshots for a person to look at; git ignores the folder. */
 export const ARTIFACTS = path.resolve(import.meta.dirname, '../artifacts');
 
+/** What an Envoy says when it refuses a listener, as the pages show it. */
+export const NACK_MESSAGE = 'listener inbound:127.0.0.1:10003: invalid filter chain: port 0 is out of range';
+
 /** Debian's headless Chromium, quiet: no first-run, sync or background requests. */
 export async function launchBrowser(): Promise<Browser> {
   mkdirSync(ARTIFACTS, { recursive: true });

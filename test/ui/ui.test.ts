@@ -5,9 +5,7 @@ import { CLUSTER } from '../../src/xds/type-urls.js';
 import { AdsStream } from '../support/ads-client.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { BACKEND, envoyDataplane, sessionIn } from '../xds/fixtures.js';
-import { ARTIFACTS, connectEnvoy, launchBrowser, sessionRow, visit as visitApi } from './ui-support.js';
-
-const NACK_MESSAGE = 'listener inbound:127.0.0.1:10003: invalid filter chain: port 0 is out of range';
+import { ARTIFACTS, connectEnvoy, launchBrowser, NACK_MESSAGE, sessionRow, visit as visitApi } from './ui-support.js';
 
 let browser: Browser;
 let harness: Harness;
