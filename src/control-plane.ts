@@ -128,7 +128,7 @@ class ChanceryControlPlane implements ControlPlane {
     this.metrics = metrics;
     this.#registry = new SessionRegistry({
       instanceId: this.instanceId,
-      evictionGrace: options.evictionGrace ?? DEFAULTS.evictionGrace,
+      evictionGrace: this.#evictionGrace,
       generate: (node) => {
         const started = performance.now();
         const result = generate(node, this.store.projection);
@@ -197,7 +197,7 @@ class ChanceryControlPlane implements ControlPlane {
           sessions: registrySessions(registry),
           fleet: { others: (node) => recordedSessions(this.#recordedSource(), node), instances: () => this.instances() },
           ready: () => store.ready,
-          evictionGrace: options.evictionGrace ?? DEFAULTS.evictionGrace,
+          evictionGrace: this.#evictionGrace,
           metrics: this.metrics,
         },
         { logger: this.#logger },
@@ -233,6 +233,10 @@ class ChanceryControlPlane implements ControlPlane {
 
   get #instanceTtl(): number {
     return this.#options.instanceTtl ?? DEFAULTS.instanceTtl;
+  }
+
+  get #evictionGrace(): number {
+    return this.#options.evictionGrace ?? DEFAULTS.evictionGrace;
   }
 
   async drain(): Promise<void> {

@@ -170,10 +170,8 @@ export class SessionRegistry {
     this.#fanOut([...this.#sessions], { type: 'store.advanced', at: this.#options.now(), revision });
   }
 
-  /** The watchdog's safety net: sessions behind the store regenerate. */
+  /** The watchdog's safety net: sessions behind the store regenerate, and failed catch-ups are tried again. */
   tick(): void {
-    // A store change or tick still reaching sessions in slices will reach the rest: a tick
-    // now would only do the same work again.
     if (this.#catchUpFailed.size > 0) {
       // One line a tick, not one a node: the store's own failure is logged where it happens.
       this.#log.warn({ nodes: this.#catchUpFailed.size }, 'nodes arriving with configuration still wait for the store to be read; trying again');
@@ -182,6 +180,8 @@ export class SessionRegistry {
         this.#awaitCatchUp(node, session);
       }
     }
+    // A store change or tick still reaching sessions in slices will reach the rest: a tick
+    // now would only do the same work again.
     if (this.#fanOuts > 0) return;
     const revision = this.#options.revision();
     // Optimization: the chart's `behind` guard, checked here first so that an idle fleet
