@@ -223,4 +223,33 @@ describe('session records: every instance sees which instance serves which node'
     await moved.until(() => moved.responses.length > 0, 'the EDS response');
     expect(moved.responses.map((r) => r.typeUrl)).toEqual([ENDPOINT]);
   });
+
+  it('forgets a node evicted while it waited for the store: no later try reads the log for it (I3)', async () => {
+    const log = new MemoryEventLog();
+    const a = await instance(log, 'a');
+    await a.cp.apply(backendDataplane('backend-1', 10001));
+    await a.cp.apply(envoyDataplane('web-1'));
+    const behind = new ScriptedLog({ inner: log, loseWakeups: true });
+    const b = await instance(behind, 'b');
+    const first = await envoy(a);
+    const clusters = first.responses.find((r) => r.typeUrl === CLUSTER)!;
+    first.close();
+
+    behind.failure = new Error('connection to the database lost');
+    const moved = AdsStream.open(b.cp.addresses.xds);
+    streams.push(moved);
+    moved.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: clusters.versionInfo });
+    await eventually('the failed catch-up', () => b.cp.session(NODE)?.state === 'awaiting-snapshot' && behind.reads > 0);
+    // Let the failed try settle, so the session is parked for the next tick.
+    await new Promise((resolve) => setImmediate(resolve));
+    moved.close();
+    await sessionIn(b.cp, NODE, 'disconnected');
+    b.clock.increment(10_000);
+    await eventually('the eviction', () => b.cp.session(NODE) === undefined);
+
+    const reads = behind.reads;
+    b.watchdog.next();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(behind.reads).toBe(reads);
+  });
 });
