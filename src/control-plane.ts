@@ -197,6 +197,7 @@ class ChanceryControlPlane implements ControlPlane {
           sessions: registrySessions(registry),
           fleet: { others: (node) => recordedSessions(this.#recordedSource(), node), instances: () => this.instances() },
           ready: () => store.ready,
+          xdsAddress: () => this.addresses.xds,
           evictionGrace: this.#evictionGrace,
           metrics: this.metrics,
         },

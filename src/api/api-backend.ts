@@ -35,6 +35,8 @@ export interface ApiBackend {
   };
   /** ms a disconnected session waits for its node: the chart's eviction delay (`GET /statechart`); default 10 s. */
   readonly evictionGrace?: number;
+  /** This instance's bound xDS address (`host:port`): where a generated bootstrap dials unless told otherwise. */
+  xdsAddress(): string;
   /** Ready once the store is caught up (`/readyz`). */
   ready(): boolean;
   /** Prometheus text for `GET /metrics`; without it the route is not served. */

@@ -3,6 +3,7 @@ import fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
+import { registerBootstrapRoutes } from './bootstrap-routes.js';
 import { errorResponse } from './error-response.js';
 import { RouteNotFoundError } from './errors.js';
 import { registerFleetRoutes } from './fleet-routes.js';
@@ -68,6 +69,7 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   );
   registerResourceRoutes(app, backend.store);
   registerHistoryRoutes(app, backend.store);
+  registerBootstrapRoutes(app, backend);
   registerSessionRoutes(app, backend);
   registerFleetRoutes(app, backend);
   if (backend.metrics) registerMetricsRoutes(app, backend.metrics);

@@ -23,6 +23,20 @@ export class ApiClient {
    * `UnexpectedResponseError` for anything that is not the API's JSON.
    */
   async request(method: 'GET' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<ApiAnswer> {
+    const { response, text } = await this.#send(method, path, body);
+    const parsed = text === '' ? undefined : parseJson(text);
+    if (response.ok && (parsed !== undefined || response.status === 204)) return { status: response.status, body: parsed };
+    throw this.#refusal(response, text, parsed);
+  }
+
+  /** A GET whose answer is a document (YAML, JSON) to print as it is; refused as `request` is. */
+  async text(path: string): Promise<string> {
+    const { response, text } = await this.#send('GET', path, undefined);
+    if (response.ok) return text;
+    throw this.#refusal(response, text, parseJson(text));
+  }
+
+  async #send(method: string, path: string, body: unknown): Promise<{ response: Response; text: string }> {
     let response: Response;
     try {
       response = await fetch(`${this.#base}${path}`, {
@@ -33,11 +47,12 @@ export class ApiClient {
     } catch (error) {
       throw new ApiUnreachableError(this.address, reasonOf(error), { cause: error });
     }
-    const text = await response.text();
-    const parsed = text === '' ? undefined : parseJson(text);
-    if (response.ok && (parsed !== undefined || response.status === 204)) return { status: response.status, body: parsed };
-    if (!response.ok && isRejection(parsed)) throw new ApiRejectedError(response.status, parsed);
-    throw new UnexpectedResponseError(this.address, response.status, text);
+    return { response, text: await response.text() };
+  }
+
+  #refusal(response: Response, text: string, parsed: unknown): Error {
+    if (!response.ok && isRejection(parsed)) return new ApiRejectedError(response.status, parsed);
+    return new UnexpectedResponseError(this.address, response.status, text);
   }
 }
 

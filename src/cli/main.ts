@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { type CliIo, stopSignal } from './cli-io.js';
 import type { Command } from './command.js';
 import { applyCommand } from './commands/apply-command.js';
+import { bootstrapCommand } from './commands/bootstrap-command.js';
 import { deleteCommand } from './commands/delete-command.js';
 import { getCommand } from './commands/get-command.js';
 import { historyCommand } from './commands/history-command.js';
@@ -12,7 +13,7 @@ import { statechartCommand } from './commands/statechart-command.js';
 import { UsageError } from './errors.js';
 import { EXIT, reportError } from './report-error.js';
 
-const COMMANDS: readonly Command[] = [runCommand, applyCommand, getCommand, deleteCommand, historyCommand, inspectCommand, statechartCommand];
+const COMMANDS: readonly Command[] = [runCommand, applyCommand, getCommand, deleteCommand, historyCommand, inspectCommand, bootstrapCommand, statechartCommand];
 
 const OVERVIEW = `Usage: chancery COMMAND [options]
 

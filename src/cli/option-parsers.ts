@@ -3,6 +3,7 @@
  * message says what is expected; the config table adds which flag or variable it came from.
  */
 
+import { HOST_PORT_RULE, parseHostPort } from '../host-port.js';
 import { parseStoreSpec, type Retention } from '../store/index.js';
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
@@ -27,14 +28,9 @@ export function parseOptionalDuration(text: string): number | 'off' {
   return text.trim() === 'off' ? 'off' : parsePositiveDuration(text);
 }
 
-const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
-
 /** `host:port` (`[::1]:5681` for IPv6); port 0 lets the OS choose. Returned as given. */
 export function parseAddress(text: string): string {
-  const match = HOST_PORT.exec(text);
-  if (match?.[2] === undefined || Number(match[2]) > 65_535) {
-    throw new Error(`expected host:port, such as 127.0.0.1:5681 or [::1]:5681; got "${text}"`);
-  }
+  if (parseHostPort(text) === undefined) throw new Error(`expected ${HOST_PORT_RULE}; got "${text}"`);
   return text;
 }
 

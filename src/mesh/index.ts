@@ -17,3 +17,4 @@ export {
   type ResourceType,
   type Valid,
 } from './resources.js';
+export { envoyBootstrap, grpcBootstrap, XDS_CLUSTER, type EnvoyBootstrapOptions, type GrpcBootstrapOptions, type XdsMode } from './bootstrap.js';

@@ -55,6 +55,7 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
       instances: async () => [],
     },
     ready: () => store.ready,
+    xdsAddress: () => '0.0.0.0:5678',
     ...(options.evictionGrace !== undefined && { evictionGrace: options.evictionGrace }),
   };
   const serverOptions: ApiServerOptions = { logger: pino({ level: 'info' }, sink), bodyLimit: options.bodyLimit };

@@ -55,6 +55,7 @@ export async function startGatedPlane(evictionGrace: number): Promise<GatedPlane
       sessions: registrySessions(registry),
       fleet: { others: async () => [], instances: async () => [] },
       ready: () => store.ready,
+      xdsAddress: () => xds,
     },
     { logger },
   );

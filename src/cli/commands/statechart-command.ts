@@ -1,8 +1,8 @@
-import { writeFile } from 'node:fs/promises';
 import { isStatechartFormat, renderStatechart, STATECHART_FORMATS } from '../../machines/statechart-formats.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';
 import { EXIT } from '../report-error.js';
+import { writeOutput } from '../write-output.js';
 
 const OPTIONS = { format: { type: 'string' }, output: { type: 'string' } } as const;
 
@@ -32,16 +32,7 @@ Options:
     atMost(positionals, 0);
     const format = values.format ?? 'mermaid';
     if (!isStatechartFormat(format)) throw new UsageError(`--format must be one of ${STATECHART_FORMATS.join(', ')}; got "${format}"`);
-    const chart = await renderStatechart(format);
-    if (values.output === undefined) {
-      io.stdout.write(chart);
-      return EXIT.ok;
-    }
-    try {
-      await writeFile(values.output, chart);
-    } catch (error) {
-      throw new UsageError(`--output ${values.output} cannot be written: ${(error as Error).message}`, { cause: error });
-    }
+    await writeOutput(io, await renderStatechart(format), values.output);
     return EXIT.ok;
   },
 };

@@ -1,0 +1,68 @@
+import type { FastifyInstance } from 'fastify';
+import { Document } from 'yaml';
+import { dialable, formatHostPort, HOST_PORT_RULE, parseHostPort, type HostPort } from '../host-port.js';
+import { envoyBootstrap, grpcBootstrap, nodeIdOf, type Dataplane, type ResourceKey } from '../mesh/index.js';
+import { NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
+import type { ApiBackend } from './api-backend.js';
+import { InvalidQueryError } from './errors.js';
+import { integer, onlyKnown, type Query, single } from './query-params.js';
+
+const FORMATS = ['envoy', 'grpc'] as const;
+type BootstrapFormat = (typeof FORMATS)[number];
+
+/** Envoy's own default admin port. */
+const DEFAULT_ADMIN_PORT = 9901;
+
+/**
+ * `GET /meshes/{mesh}/dataplanes/{name}/bootstrap?format=envoy|grpc` (DESIGN §7): what the
+ * dataplane starts from, as `chancery bootstrap` prints it. `xds=HOST:PORT` is where it dials
+ * (default: this instance's own xDS address); Envoy also takes `adminPort=N` and `delta=true`.
+ */
+export function registerBootstrapRoutes(app: FastifyInstance, { store, xdsAddress }: Pick<ApiBackend, 'store' | 'xdsAddress'>): void {
+  app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/bootstrap', async (request, reply) => {
+    const { query } = request;
+    onlyKnown(query, ['format', 'xds', 'adminPort', 'delta']);
+    const format = formatOf(query);
+    const xds = xdsOf(query, xdsAddress());
+    const dataplane = dataplaneOf(store, { type: 'Dataplane', ...request.params });
+    if (format === 'grpc') {
+      for (const field of ['adminPort', 'delta']) {
+        if (query[field] !== undefined) throw new InvalidQueryError(field, `${field} applies to format=envoy: a proxyless gRPC client has no admin listener and speaks SotW only`);
+      }
+      return reply.type('application/json; charset=utf-8').send(`${JSON.stringify(grpcBootstrap(dataplane.resource, { xds }), null, 2)}\n`);
+    }
+    const adminPort = integer(query, 'adminPort', { min: 0, max: 65_535 }) ?? DEFAULT_ADMIN_PORT;
+    const bootstrap = envoyBootstrap(dataplane.resource, { xds, adminPort, mode: deltaOf(query) ? 'delta' : 'sotw' });
+    const document = new Document(bootstrap);
+    const { mesh, name } = dataplane.resource;
+    document.commentBefore = ` Envoy bootstrap for Dataplane ${mesh}/${name} (node ${nodeIdOf(mesh, name)}), from Chancery at ${formatHostPort(xds)}.\n envoy -c <this file>`;
+    return reply.type('application/yaml; charset=utf-8').send(document.toString());
+  });
+}
+
+function formatOf(query: Query): BootstrapFormat {
+  const format = single(query, 'format') ?? 'envoy';
+  const known = FORMATS.find((candidate) => candidate === format);
+  if (known === undefined) throw new InvalidQueryError('format', `format must be one of ${FORMATS.join(', ')}; got ${format}`);
+  return known;
+}
+
+function xdsOf(query: Query, own: string): HostPort {
+  const given = single(query, 'xds');
+  const parsed = parseHostPort(given ?? own);
+  if (parsed === undefined || parsed.port === 0) throw new InvalidQueryError('xds', `xds must be ${HOST_PORT_RULE}; got ${given}`);
+  return dialable(parsed);
+}
+
+function deltaOf(query: Query): boolean {
+  const delta = single(query, 'delta');
+  if (delta === undefined || delta === 'false') return false;
+  if (delta === 'true') return true;
+  throw new InvalidQueryError('delta', `delta must be true or false; got ${delta}`);
+}
+
+function dataplaneOf(store: ResourceStore, key: ResourceKey): Stored<Dataplane> {
+  const stored = store.get(key);
+  if (stored === undefined) throw new NotFoundError(key);
+  return stored as Stored<Dataplane>;
+}

@@ -1,0 +1,105 @@
+import { isIP } from 'node:net';
+import { bareHost, formatHostPort, type HostPort } from '../host-port.js';
+import { nodeIdOf } from './node-id.js';
+import type { Dataplane, Valid } from './resources.js';
+
+/** How a dataplane's xDS client speaks: State of the World, or Delta (Envoy only). */
+export type XdsMode = 'sotw' | 'delta';
+
+export interface EnvoyBootstrapOptions {
+  /** Where the Envoy dials Chancery (or the balancer in front of it). */
+  readonly xds: HostPort;
+  /** The admin listener's port on 127.0.0.1; 0 lets the OS choose (`--admin-address-path` tells which). */
+  readonly adminPort: number;
+  readonly mode: XdsMode;
+}
+
+/** The name of the static cluster through which an Envoy reaches Chancery. */
+export const XDS_CLUSTER = 'chancery-xds';
+
+// Envoy's defaults are 500 ms to 30 s; after a control-plane restart a fleet would wait up
+// to half a minute. Envoy jitters each wait, so a fleet still comes back spread out.
+const RETRY_BACK_OFF = { base_interval: '0.25s', max_interval: '5s' };
+// A dead connection that sent no FIN (a killed host, a dropped NAT entry) is noticed within
+// about 35 s by HTTP/2 PING, and the kernel's keepalive backs that up.
+const HTTP2_KEEPALIVE = { interval: '30s', timeout: '5s' };
+const TCP_KEEPALIVE = { keepalive_time: 30, keepalive_interval: 10, keepalive_probes: 3 };
+
+/**
+ * The bootstrap an Envoy sidecar of `dataplane` starts from (envoy.config.bootstrap.v3.Bootstrap,
+ * as YAML/JSON fields): its node id and cluster, ADS over gRPC to Chancery with retry back-off
+ * and keepalive, the node sent on the first request only (xDS allows it; Chancery reads it
+ * there), an admin listener on loopback, and the `initial_metadata` a token goes into.
+ */
+export function envoyBootstrap(dataplane: Valid<Dataplane>, options: EnvoyBootstrapOptions): object {
+  const { xds } = options;
+  const host = bareHost(xds.host);
+  return {
+    node: { id: nodeIdOf(dataplane.mesh, dataplane.name), cluster: clusterOf(dataplane) },
+    dynamic_resources: {
+      ads_config: {
+        api_type: options.mode === 'delta' ? 'DELTA_GRPC' : 'GRPC',
+        transport_api_version: 'V3',
+        set_node_on_first_message_only: true,
+        grpc_services: [
+          {
+            envoy_grpc: { cluster_name: XDS_CLUSTER, retry_policy: { retry_back_off: RETRY_BACK_OFF } },
+            // Headers sent when the stream opens: where a dataplane token goes.
+            initial_metadata: [],
+          },
+        ],
+      },
+      cds_config: { ads: {}, resource_api_version: 'V3' },
+      lds_config: { ads: {}, resource_api_version: 'V3' },
+    },
+    static_resources: {
+      clusters: [
+        {
+          name: XDS_CLUSTER,
+          // A hostname (a balancer's DNS name) is resolved and followed; an address is used as is.
+          type: isIP(host) === 0 ? 'STRICT_DNS' : 'STATIC',
+          connect_timeout: '1s',
+          typed_extension_protocol_options: {
+            'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+              '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+              explicit_http_config: { http2_protocol_options: { connection_keepalive: HTTP2_KEEPALIVE } },
+            },
+          },
+          upstream_connection_options: { tcp_keepalive: TCP_KEEPALIVE },
+          load_assignment: {
+            cluster_name: XDS_CLUSTER,
+            endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: host, port_value: xds.port } } } }] }],
+          },
+        },
+      ],
+    },
+    admin: { address: { socket_address: { address: '127.0.0.1', port_value: options.adminPort } } },
+  };
+}
+
+export interface GrpcBootstrapOptions {
+  /** Where the gRPC client dials Chancery (or the balancer in front of it). */
+  readonly xds: HostPort;
+}
+
+/**
+ * The JSON a proxyless gRPC client reads from `GRPC_XDS_BOOTSTRAP` (gRFC A27): one xDS server
+ * over insecure credentials speaking v3, and the node, whose `locality` grpc-js-xds requires.
+ * gRPC clients speak SotW only.
+ */
+export function grpcBootstrap(dataplane: Valid<Dataplane>, options: GrpcBootstrapOptions): object {
+  return {
+    xds_servers: [{ server_uri: formatHostPort(options.xds), channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
+    node: {
+      id: nodeIdOf(dataplane.mesh, dataplane.name),
+      cluster: clusterOf(dataplane),
+      // The locality Chancery gives every endpoint of the mesh (service-resources.ts).
+      locality: { region: dataplane.mesh, zone: 'default' },
+    },
+  };
+}
+
+/** Envoy's `node.cluster`: the service the dataplane serves, or its own name when it serves none. */
+function clusterOf(dataplane: Valid<Dataplane>): string {
+  return dataplane.networking.inbound[0]?.tags.service ?? dataplane.name;
+}
