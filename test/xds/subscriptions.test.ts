@@ -122,7 +122,7 @@ describe('named subscriptions, as gRPC clients make them (DESIGN §6)', () => {
           expect.objectContaining({
             // gRPC NACKs a locality without `locality` and ignores one without a weight.
             locality: expect.objectContaining({ region: 'default' }),
-            load_balancing_weight: { value: 1 },
+            load_balancing_weight: 1,
             lb_endpoints: [expect.objectContaining({ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: 10001 } } } })],
           }),
         ],
