@@ -60,6 +60,12 @@ function build(dataplane: Dataplane, services: MeshServices): NodeResources {
   });
 }
 
+/**
+ * Tries per outbound connection: an endpoint whose sidecar is not listening yet (just added)
+ * or any more (just removed) costs a retry on the next host, not a failed connection.
+ */
+const OUTBOUND_CONNECT_ATTEMPTS = 3;
+
 function tcpProxyListener(
   name: string,
   address: string,
@@ -76,7 +82,11 @@ function tcpProxyListener(
         filters: [
           {
             name: 'envoy.filters.network.tcp_proxy',
-            typed_config: typedConfig(TCP_PROXY, { stat_prefix: statPrefix(cluster), cluster }),
+            typed_config: typedConfig(TCP_PROXY, {
+              stat_prefix: statPrefix(cluster),
+              cluster,
+              ...(direction === 'OUTBOUND' && { max_connect_attempts: { value: OUTBOUND_CONNECT_ATTEMPTS } }),
+            }),
           },
         ],
       },

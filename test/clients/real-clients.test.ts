@@ -6,6 +6,7 @@ import { backendDataplane, clientDataplane, type Harness, startHarness } from '.
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually, pause, RPC_DEADLINE_MS, tally, Traffic } from '../support/traffic.js';
 import { createXdsEchoClient } from '../support/xds-client.js';
+import { runCli } from '../cli/cli-harness.js';
 
 /**
  * Real proxyless gRPC clients (`@grpc/grpc-js-xds`, `xds:///<service>`) configured by a real
@@ -75,6 +76,18 @@ describe('a proxyless gRPC client (grpc-js-xds) configured by Chancery', { timeo
     expect(tally(served)).toEqual({ 'backend-1': 5, 'backend-2': 5 });
     expect(traffic.failures).toEqual([]);
     expect(one.served + two.served).toBe(traffic.servedBy.length);
+  });
+
+  it('is served when started from the bootstrap chancery bootstrap grpc prints for its Dataplane', async () => {
+    const one = await backend('backend-1');
+    await register(one);
+    const printed = await runCli(['bootstrap', 'grpc', '--node', NODE, '--api-address', harness.api]);
+    expect(printed.code, printed.stderr).toBe(0);
+    const client = createXdsEchoClient({ service: 'backend', bootstrap: printed.stdout });
+    cleanups.push(() => client.close());
+
+    expect((await client.echo(RPC_DEADLINE_MS)).servedBy).toBe('backend-1');
+    expect(harness.cp.session(NODE)?.state).toBe('serving');
   });
 
   it('moves RPCs to where the backend Dataplanes are as they are added and removed, with no RPC failing', async () => {

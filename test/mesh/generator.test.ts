@@ -100,14 +100,21 @@ describe('generate', () => {
       });
     });
 
-    it('gives each outbound a loopback listener that proxies TCP to the EDS cluster named after the service', () => {
+    it('gives each outbound a loopback listener that proxies TCP to the EDS cluster named after the service, retrying a refused connection on another endpoint', () => {
       const snapshot = snapshotOf('default.web-1');
       expect(wildcard(snapshot, LISTENER).get('outbound:127.0.0.1:20001')).toEqual({
         name: 'outbound:127.0.0.1:20001',
         address: { socket_address: { address: '127.0.0.1', port_value: 20001 } },
         traffic_direction: 'OUTBOUND',
         filter_chains: [
-          { filters: [{ name: 'envoy.filters.network.tcp_proxy', typed_config: { '@type': TCP_PROXY, stat_prefix: 'backend', cluster: 'backend' } }] },
+          {
+            filters: [
+              {
+                name: 'envoy.filters.network.tcp_proxy',
+                typed_config: { '@type': TCP_PROXY, stat_prefix: 'backend', cluster: 'backend', max_connect_attempts: { value: 3 } },
+              },
+            ],
+          },
         ],
       });
       expect([...wildcard(snapshot, CLUSTER).keys()]).toEqual(['backend', 'localhost:9001']);

@@ -1,16 +1,21 @@
-import type { EchoClient, EchoReply } from './echo-backend.js';
+import type { EchoReply } from './echo-backend.js';
+
+/** Anything that makes one call and says who served it: a gRPC echo client, an HTTP client through Envoy. */
+export interface Caller {
+  echo(deadlineMs: number): Promise<EchoReply>;
+}
 
 /** Every RPC's deadline: long enough for a first call that waits for xDS resolution. */
 export const RPC_DEADLINE_MS = 10_000;
 
 export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Every RPC a test made, who served it, and every failure with its message. */
+/** Every call a test made, who served it, and every failure with its message. */
 export class Traffic {
   readonly servedBy: string[] = [];
   readonly failures: string[] = [];
 
-  constructor(readonly client: EchoClient) {}
+  constructor(readonly client: Caller) {}
 
   get completed(): number {
     return this.servedBy.length + this.failures.length;

@@ -28,6 +28,13 @@ export interface XdsClientOptions {
   readonly zone?: string;
 }
 
+/** A client started from a bootstrap of its own (`chancery bootstrap grpc` prints one). */
+export interface BootstrappedClientOptions {
+  readonly service: string;
+  /** The bootstrap JSON, as `GRPC_XDS_BOOTSTRAP` would hold it. */
+  readonly bootstrap: string;
+}
+
 /** The bootstrap a proxyless gRPC client would read from `GRPC_XDS_BOOTSTRAP` (toolchain-notes §4.2). */
 export function bootstrapFor({ xdsServer, nodeId, zone }: Omit<XdsClientOptions, 'service'>): object {
   return {
@@ -41,7 +48,8 @@ export function bootstrapFor({ xdsServer, nodeId, zone }: Omit<XdsClientOptions,
  * listeners, routes, clusters and endpoints from the xDS server over ADS, and sends its
  * calls straight to the backends that configuration names.
  */
-export function createXdsEchoClient(options: XdsClientOptions): EchoClient {
+export function createXdsEchoClient(options: XdsClientOptions | BootstrappedClientOptions): EchoClient {
   registerXds();
-  return new EchoClient(`xds:///${options.service}`, { [BOOTSTRAP_OPTION]: JSON.stringify(bootstrapFor(options)) });
+  const bootstrap = 'bootstrap' in options ? options.bootstrap : JSON.stringify(bootstrapFor(options));
+  return new EchoClient(`xds:///${options.service}`, { [BOOTSTRAP_OPTION]: bootstrap });
 }
