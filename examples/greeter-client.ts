@@ -1,14 +1,20 @@
 /**
  * A proxyless gRPC client for the walk-through: it resolves `xds:///greeter` through Chancery
- * (bootstrap: examples/xds-bootstrap.json, node id default.client) and says hello twice a
- * second, printing which backend answered. `npx tsx examples/greeter-client.ts [service]`
+ * as node default.client and says hello twice a second, printing which backend answered.
+ * `npx tsx examples/greeter-client.ts [service]`. Its bootstrap is the file GRPC_XDS_BOOTSTRAP
+ * names (`npx chancery bootstrap grpc --node default.client --output client.json`) or, without
+ * it, what Chancery's API at CHANCERY_API_ADDRESS (127.0.0.1:5681) answers for that node.
  */
 import { credentials, makeGenericClientConstructor } from '@grpc/grpc-js';
 import * as xds from '@grpc/grpc-js-xds';
-import { fileURLToPath } from 'node:url';
 import { greeterService } from './greeter-service.js';
 
-process.env.GRPC_XDS_BOOTSTRAP ??= fileURLToPath(new URL('./xds-bootstrap.json', import.meta.url));
+if (process.env.GRPC_XDS_BOOTSTRAP === undefined) {
+  const api = process.env.CHANCERY_API_ADDRESS ?? '127.0.0.1:5681';
+  const response = await fetch(`http://${api}/meshes/default/dataplanes/client/bootstrap?format=grpc`);
+  if (!response.ok) throw new Error(`Chancery at ${api} answered ${response.status} for the bootstrap of default.client: ${await response.text()}`);
+  process.env.GRPC_XDS_BOOTSTRAP_CONFIG = await response.text();
+}
 xds.register();
 
 const service = process.argv[2] ?? 'greeter';
