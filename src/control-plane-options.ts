@@ -1,22 +1,8 @@
 import type { Logger } from 'pino';
 import type { Observable } from 'rxjs';
 import type { ActorOptions, AnyStateMachine } from 'xstate';
-import type { InspectOptions } from './machines/inspect-options.js';
-import type { EventLog, Retention } from './store/types.js';
-
-/** What a control plane uses for each option left out; `chancery run` shows and uses the same. */
-export const DEFAULTS = {
-  xdsAddress: '0.0.0.0:5678',
-  apiAddress: '127.0.0.1:5681',
-  store: 'pglite:./.chancery/data',
-  refreshInterval: 1_000,
-  evictionGrace: 10_000,
-  retention: 'off',
-  recordInterval: 1_000,
-  instanceTtl: 15_000,
-  maxConnectionAge: 'off',
-  drainPeriod: 5_000,
-} as const;
+import type { InspectOptions } from './inspector/index.js';
+import type { EventLog, Retention } from './store/index.js';
 
 /** How to run a control plane; `chancery run` builds this from flags and the environment. */
 export interface ControlPlaneOptions {

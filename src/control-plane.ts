@@ -1,13 +1,12 @@
 import { pino, type Logger } from 'pino';
 import { interval, type Observable, type Subscription } from 'rxjs';
-import { ControlPlaneMetrics, createApiServer, registrySessions, type ApiServer } from './api/index.js';
-import { DEFAULTS, type ControlPlaneOptions } from './control-plane-options.js';
+import { ControlPlaneMetrics, createApiServer, sessionsOf, type ApiServer } from './api/index.js';
+import type { ControlPlaneOptions } from './control-plane-options.js';
+import { DEFAULTS } from './defaults.js';
 import { InvalidResourceInputError } from './errors.js';
-import { fleetSessions, recordedSessions, type FleetSession } from './fleet/fleet-sessions.js';
-import { SessionRecorder } from './fleet/session-recorder.js';
-import { SessionRegistry } from './machines/session-registry.js';
-import type { SessionView } from './machines/session-view.js';
-import type { SessionInspector } from './machines/stately-inspector.js';
+import { fleetSessions, recordedSessions, type FleetSession, SessionRecorder } from './fleet/index.js';
+import { connectInspector, type SessionInspector } from './inspector/index.js';
+import type { SessionView } from './machines/index.js';
 import { generate, validate, type Resource, type ResourceKey } from './mesh/index.js';
 import {
   checkRetention,
@@ -22,7 +21,8 @@ import {
   type Stored,
   type WriteOptions,
 } from './store/index.js';
-import { XdsServer } from './xds/sotw-server.js';
+import { combineCallbacks, SessionRegistry, SessionScheduler, SessionViews, SessionWatch, type LastSent, type SessionCallbacks } from './sessions/index.js';
+import { XdsServer } from './xds/index.js';
 
 /**
  * A running Chancery: the xDS server, its sessions, the store and (optionally) the HTTP API.
@@ -59,7 +59,7 @@ export interface ControlPlane {
   listSessions(): SessionView[];
   session(node: string): SessionView | undefined;
   /** What `node`'s current stream was last sent, per type, decoded. */
-  lastSent(node: string): ReturnType<SessionRegistry['lastSent']>;
+  lastSent(node: string): LastSent | undefined;
   readonly store: ResourceStore;
   /** Prometheus metrics (`GET /metrics`); `metrics.registry` can be merged into an embedder's own. */
   readonly metrics: ControlPlaneMetrics;
@@ -103,6 +103,8 @@ class ChanceryControlPlane implements ControlPlane {
   readonly #storeSpec: string | EventLog;
   readonly #retention: Retention | undefined;
   readonly #registry: SessionRegistry;
+  readonly #views: SessionViews;
+  readonly #watch: SessionWatch;
   readonly #xds: XdsServer;
   readonly metrics: ControlPlaneMetrics;
   #inspector: SessionInspector | undefined;
@@ -124,8 +126,18 @@ class ChanceryControlPlane implements ControlPlane {
     if (options.recordTicks === undefined && this.#instanceTtl < 3 * recordInterval) {
       throw new RangeError(`instanceTtl (${this.#instanceTtl} ms) must be at least 3 × recordInterval (${recordInterval} ms), or live instances would look dead between saves`);
     }
-    const metrics = new ControlPlaneMetrics({ sessions: () => this.#registry, now });
+    const metrics = new ControlPlaneMetrics({ sessions: () => this.#views, now });
     this.metrics = metrics;
+    // A session's changes mark its record to be saved with the next batch: its story too when a step was added.
+    const recording: SessionCallbacks = {
+      onTransition: (node) => this.#running?.recorder?.touched(node, true),
+      onNack: (node) => this.#running?.recorder?.touched(node, true),
+      onRequest: (node, kind) => {
+        if (kind === 'xds.acked') this.#running?.recorder?.touched(node, false);
+      },
+    };
+    const inspecting: SessionCallbacks = { inspect: (node) => this.#inspector?.observerFor(node) };
+    this.#watch = new SessionWatch();
     this.#registry = new SessionRegistry({
       instanceId: this.instanceId,
       evictionGrace: this.#evictionGrace,
@@ -139,17 +151,16 @@ class ChanceryControlPlane implements ControlPlane {
       now,
       clock: options.clock ?? SYSTEM_CLOCK,
       logger: this.#logger,
-      observer: metrics,
-      inspectorFor: (node) => this.#inspector?.observerFor(node),
       catchUp: () => this.store.refresh(),
-      changed: (node, story) => this.#running?.recorder?.touched(node, story),
+      scheduler: new SessionScheduler(),
+      callbacks: combineCallbacks(metrics, recording, this.#watch, inspecting),
     });
+    this.#views = new SessionViews(this.#registry, this.instanceId);
     this.#xds = new XdsServer({
       gateway: this.#registry,
       instanceId: this.instanceId,
       logger: this.#logger,
       now,
-      onSent: (_node, response, bytes) => metrics.sent(response.typeUrl, bytes),
       ...(maxConnectionAge !== 'off' && { maxConnectionAge }),
     });
   }
@@ -159,7 +170,7 @@ class ChanceryControlPlane implements ControlPlane {
   }
 
   get sessions(): Observable<SessionView> {
-    return this.#registry.views;
+    return this.#watch.views;
   }
 
   async start(): Promise<void> {
@@ -184,8 +195,7 @@ class ChanceryControlPlane implements ControlPlane {
     this.#running = { log, store, subscriptions };
     if (options.inspect) {
       // Loaded only when asked for: the inspector brings a WebSocket client and serializers.
-      const { connectInspector } = await import('./machines/stately-inspector.js');
-      this.#inspector = connectInspector(options.inspect, this.instanceId);
+      this.#inspector = await connectInspector(options.inspect, this.instanceId);
     }
     this.addresses.xds = await this.#xds.listen(options.xdsAddress ?? DEFAULTS.xdsAddress);
     const apiAddress = options.apiAddress ?? DEFAULTS.apiAddress;
@@ -194,7 +204,7 @@ class ChanceryControlPlane implements ControlPlane {
         {
           instanceId: this.instanceId,
           store,
-          sessions: registrySessions(registry),
+          sessions: sessionsOf(this.#views, this.#watch),
           fleet: { others: (node) => recordedSessions(this.#recordedSource(), node), instances: () => this.instances() },
           ready: () => store.ready,
           xdsAddress: () => this.addresses.xds,
@@ -221,7 +231,7 @@ class ChanceryControlPlane implements ControlPlane {
     const recorder = new SessionRecorder({
       records: running.log.sessionRecords,
       instance: () => ({ id: this.instanceId, xds: this.addresses.xds, ...(this.addresses.api && { api: this.addresses.api }), startedAt }),
-      sessions: { get: (node) => this.#registry.get(node), nodes: () => this.#registry.summaries().map((summary) => summary.node) },
+      sessions: { get: (node) => this.#views.get(node), nodes: () => [...this.#registry.sessions()].map((session) => session.node) },
       ttl: this.#instanceTtl,
       now: this.#now,
       logger: this.#logger,
@@ -249,7 +259,7 @@ class ChanceryControlPlane implements ControlPlane {
   }
 
   fleetSessions(node?: string): Promise<FleetSession[]> {
-    const own = node === undefined ? this.#registry.list() : [this.#registry.get(node)].filter((view) => view !== undefined);
+    const own = node === undefined ? this.#views.list() : [this.#views.get(node)].filter((view) => view !== undefined);
     return fleetSessions(this.#recordedSource(), own, node);
   }
 
@@ -307,15 +317,15 @@ class ChanceryControlPlane implements ControlPlane {
   }
 
   listSessions(): SessionView[] {
-    return this.#registry.list();
+    return this.#views.list();
   }
 
   session(node: string): SessionView | undefined {
-    return this.#registry.get(node);
+    return this.#views.get(node);
   }
 
-  lastSent(node: string): ReturnType<SessionRegistry['lastSent']> {
-    return this.#registry.lastSent(node);
+  lastSent(node: string): LastSent | undefined {
+    return this.#views.lastSent(node);
   }
 }
 

@@ -5,7 +5,7 @@
 export { createControlPlane, type ControlPlane } from './control-plane.js';
 export type { ControlPlaneOptions } from './control-plane-options.js';
 export type { ControlPlaneMetrics } from './api/index.js';
-export type { InspectOptions } from './machines/inspect-options.js';
+export type { InspectOptions } from './inspector/index.js';
 export { ChanceryError } from './chancery-error.js';
 export { InvalidResourceInputError } from './errors.js';
 export {
@@ -14,10 +14,21 @@ export {
   RevisionCompactedError,
   UnsupportedStoreError,
 } from './store/index.js';
-export { sessionMachine, type SessionMachine } from './machines/session-machine.js';
-export type { SessionEvent, SessionIntent, StreamInfo } from './machines/session-events.js';
-export type { SessionContext, SessionInput } from './machines/session-context.js';
-export type { SessionState, SessionView, TransitionRecord, TypeStatus } from './machines/session-view.js';
+export {
+  SESSION_STATES,
+  sessionMachine,
+  type SessionContext,
+  type SessionEvent,
+  type SessionInput,
+  type SessionIntent,
+  type SessionMachine,
+  type SessionState,
+  type SessionStateId,
+  type SessionView,
+  type StreamInfo,
+  type TransitionRecord,
+  type TypeStatus,
+} from './machines/index.js';
 export {
   DEFAULT_MESH,
   nodeIdOf,
@@ -32,4 +43,4 @@ export {
   type ValidationIssue,
 } from './mesh/index.js';
 export type { EventLog, KeyHistory, ResourceEvent, ResourceStore, Retention, Stored, WriteOptions } from './store/index.js';
-export { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, type TypeUrl } from './xds/type-urls.js';
+export { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, type TypeUrl } from './xds/index.js';

@@ -1,8 +1,7 @@
-import type { SessionRegistry, SessionSummary } from '../machines/session-registry.js';
-import type { FleetSession } from '../fleet/fleet-sessions.js';
-import type { SessionView } from '../machines/session-view.js';
-import type { InstanceRecord } from '../store/session-records.js';
-import type { ResourceStore } from '../store/types.js';
+import type { SessionView } from '../machines/index.js';
+import type { SessionSummary, SessionViews, SessionWatch } from '../sessions/index.js';
+import type { FleetSession } from '../fleet/index.js';
+import type { InstanceRecord, ResourceStore } from '../store/index.js';
 
 /** What the HTTP API needs of a running control plane; `createControlPlane` provides it. */
 export interface ApiBackend {
@@ -50,18 +49,14 @@ export interface MetricsSource {
   text(): Promise<string>;
 }
 
-/** The API's read side of a session registry: what `createControlPlane` (and test planes) serve. */
-export function registrySessions(registry: SessionRegistry): ApiBackend['sessions'] {
+/** The API's read side of this instance's sessions: what `createControlPlane` (and test planes) serve. */
+export function sessionsOf(views: SessionViews, watch: SessionWatch): ApiBackend['sessions'] {
   return {
-    list: () => registry.list(),
-    get: (node) => registry.get(node),
-    summaries: () => registry.summaries(),
-    nacking: (node) => registry.nacking(node),
-    watch: (listener) => {
-      const subscription = registry.views.subscribe((view) => listener(view.node, view));
-      subscription.add(registry.touches.subscribe((node) => listener(node)));
-      return () => subscription.unsubscribe();
-    },
-    lastSent: (node) => registry.lastSent(node),
+    list: () => views.list(),
+    get: (node) => views.get(node),
+    summaries: () => views.summaries(),
+    nacking: (node) => views.nacking(node),
+    watch: (listener) => watch.watch(listener),
+    lastSent: (node) => views.lastSent(node),
   };
 }

@@ -1,9 +1,9 @@
 import { collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
 import { filter, type Observable, type Subscription } from 'rxjs';
-import type { FollowUpKind, SessionObserver } from '../machines/session-registry.js';
-import type { SessionState } from '../machines/session-view.js';
+import { SESSION_STATES, sessionStateOf, type SessionState, type TransitionRecord } from '../machines/index.js';
+import type { FollowUpKind, SessionCallbacks } from '../sessions/index.js';
 import type { Projection } from '../store/index.js';
-import { PUSH_ORDER, type TypeUrl } from '../xds/type-urls.js';
+import { PUSH_ORDER, type TypeUrl, type XdsResponse } from '../xds/index.js';
 
 /** What the metrics read from the session registry at scrape time, never per event. */
 export interface SessionCensus {
@@ -18,8 +18,6 @@ export interface ControlPlaneMetricsOptions {
   /** Epoch ms: the clock parked requests and event times are measured against. */
   readonly now: () => number;
 }
-
-const STATES: readonly SessionState[] = ['connecting', 'awaiting-snapshot', 'serving', 'disconnected', 'evicted'];
 
 /** Per type URL, the labelled child of a counter: bound once, so counting allocates nothing. */
 type PerType<T> = Readonly<Record<TypeUrl, T>>;
@@ -57,7 +55,7 @@ function processMetrics(): Registry {
  * const text = await cp.metrics.text(); // or merge cp.metrics.registry into your own
  * ```
  */
-export class ControlPlaneMetrics implements SessionObserver {
+export class ControlPlaneMetrics implements SessionCallbacks {
   readonly registry = new Registry();
   readonly #now: () => number;
   readonly #transitions: Counter<'from' | 'to'>;
@@ -85,7 +83,7 @@ export class ControlPlaneMetrics implements SessionObserver {
       registers,
       collect() {
         const counts = options.sessions().counts();
-        for (const state of STATES) this.set({ state }, counts[state]);
+        for (const state of SESSION_STATES) this.set({ state }, counts[state]);
       },
     });
     new Gauge({
@@ -150,7 +148,11 @@ export class ControlPlaneMetrics implements SessionObserver {
     });
   }
 
-  transition(from: SessionState, to: SessionState): void {
+  /** Counts changes of session state; a step within one (`catching-up` to `generating`) is not one. */
+  onTransition(_node: string, record: TransitionRecord): void {
+    const from = sessionStateOf(record.from);
+    const to = sessionStateOf(record.to);
+    if (from === to) return;
     let byTo = this.#transitionChildren.get(from);
     if (byTo === undefined) this.#transitionChildren.set(from, (byTo = new Map()));
     let child = byTo.get(to);
@@ -158,13 +160,13 @@ export class ControlPlaneMetrics implements SessionObserver {
     child.inc();
   }
 
-  request(kind: FollowUpKind, typeUrl: TypeUrl): void {
+  onRequest(_node: string, kind: FollowUpKind, typeUrl: TypeUrl): void {
     if (kind === 'xds.acked') this.#acks[typeUrl].inc();
     else if (kind === 'xds.nacked') this.#nacks[typeUrl].inc();
   }
 
   /** A DiscoveryResponse of `bytes` bytes was written. */
-  sent(typeUrl: TypeUrl, bytes: number): void {
+  onResponse(_node: string, { typeUrl }: XdsResponse, bytes: number): void {
     this.#pushes[typeUrl].inc();
     this.#pushBytes[typeUrl].inc(bytes);
     this.#responseBytes[typeUrl].observe(bytes);

@@ -1,4 +1,4 @@
-import type { SessionView } from '../machines/session-view.js';
+import type { SessionView } from '../machines/index.js';
 import type { ApiBackend } from './api-backend.js';
 
 /** One subscriber of the feed, such as a browser's event stream. */

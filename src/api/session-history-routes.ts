@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { compareText } from '../compare-text.js';
-import type { FleetSession } from '../fleet/fleet-sessions.js';
-import type { SessionState, SessionView, TransitionRecord } from '../machines/session-view.js';
+import type { FleetSession } from '../fleet/index.js';
+import type { SessionState, SessionView, TransitionRecord } from '../machines/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError, SessionNotFoundError } from './errors.js';
 import { onlyKnown, type Query, single } from './query-params.js';

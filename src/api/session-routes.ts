@@ -1,21 +1,12 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { compareText } from '../compare-text.js';
-import { lastResponseNacked, type SessionSummary } from '../machines/session-registry.js';
-import type { SessionState, SessionView } from '../machines/session-view.js';
+import { lastResponseNacked, SESSION_STATES, type SessionState, type SessionView } from '../machines/index.js';
+import type { SessionSummary } from '../sessions/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError, SessionNotFoundError } from './errors.js';
 import { integer, type Query, single } from './query-params.js';
 import { type FeedClient, RESYNC_EVENT, SessionFeed } from './session-feed.js';
-
-// A record, not a list, so a state added to SessionState is a compile error here until listed.
-const SESSION_STATES: Readonly<Record<SessionState, true>> = {
-  connecting: true,
-  'awaiting-snapshot': true,
-  serving: true,
-  disconnected: true,
-  evicted: true,
-};
 
 /** How often the live feed sends a batch, how many views one batch may carry, and how long it waits after a resync. */
 const FEED = { interval: 300, maxBatch: 500, resyncInterval: 2_000 } as const;
@@ -151,8 +142,9 @@ function matches<S extends SessionSummary>(summary: S, query: SessionQuery, sour
   return query.nacking === undefined || source.nacking(summary) === query.nacking;
 }
 
+/** Every state of the chart, in its order, at 0 when no session is in it: the UI lists the states from these. */
 function countsOf(summaries: readonly SessionSummary[]): SessionCounts {
-  const byState: Record<string, number> = {};
+  const byState: Record<string, number> = Object.fromEntries(SESSION_STATES.map((state) => [state, 0]));
   const byInstance: Record<string, number> = {};
   for (const { state, instance } of summaries) {
     byState[state] = (byState[state] ?? 0) + 1;
@@ -165,8 +157,8 @@ function readSessionQuery(query: Query): SessionQuery {
   const scope = single(query, 'scope') ?? 'local';
   if (scope !== 'local' && scope !== 'fleet') throw new InvalidQueryError('scope', `scope must be local or fleet; got ${scope}`);
   const state = single(query, 'state');
-  if (state !== undefined && !Object.hasOwn(SESSION_STATES, state)) {
-    throw new InvalidQueryError('state', `state must be one of ${Object.keys(SESSION_STATES).join(', ')}; got ${state}`);
+  if (state !== undefined && !(SESSION_STATES as readonly string[]).includes(state)) {
+    throw new InvalidQueryError('state', `state must be one of ${SESSION_STATES.join(', ')}; got ${state}`);
   }
   const mesh = single(query, 'mesh');
   const instance = single(query, 'instance');

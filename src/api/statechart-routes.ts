@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { isStatechartFormat, renderStatechart, STATECHART_FORMATS, type StatechartFormat } from '../machines/statechart-formats.js';
+import { isStatechartFormat, renderStatechart, STATECHART_FORMATS, type StatechartFormat } from '../machines/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError } from './errors.js';
 import { onlyKnown, type Query, single } from './query-params.js';

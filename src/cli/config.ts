@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
-import { DEFAULTS, type ControlPlaneOptions } from '../control-plane-options.js';
-import { parseInspectorUrl, parseNodePattern } from '../machines/inspect-options.js';
+import type { ControlPlaneOptions } from '../control-plane-options.js';
+import { DEFAULTS } from '../defaults.js';
+import { parseInspectorUrl, parseNodePattern } from '../inspector/index.js';
 import { UsageError } from './errors.js';
 import {
   parseAddress,

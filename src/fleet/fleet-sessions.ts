@@ -1,6 +1,6 @@
 import { compareText } from '../compare-text.js';
-import type { SessionView } from '../machines/session-view.js';
-import type { SessionRecords } from '../store/session-records.js';
+import type { SessionView } from '../machines/index.js';
+import type { SessionRecords } from '../store/index.js';
 
 /** A session anywhere in the fleet; `recordedAt` is when its instance last saved it (absent: live, this instance). */
 export type FleetSession = SessionView & { readonly recordedAt?: string };

@@ -1,7 +1,7 @@
 import { setImmediate } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { SessionView } from '../machines/session-view.js';
-import type { InstanceRecord, SessionRecordInput, SessionRecords } from '../store/session-records.js';
+import type { SessionView } from '../machines/index.js';
+import type { InstanceRecord, SessionRecordInput, SessionRecords } from '../store/index.js';
 
 /** Transitions kept in a node's record: enough to continue its story on another instance. */
 const RECORDED_TRANSITIONS = 10;

@@ -1,11 +1,11 @@
-import type { Snapshot } from '../xds/snapshot.js';
-import type { StreamLedger, TypeStatus } from '../xds/stream-ledger.js';
+import type { Snapshot, StreamLedger, TypeStatus } from '../xds/index.js';
 import type { GenerationFailure, StreamInfo } from './session-events.js';
 
 /**
- * What a session holds, by state. Only `serving` holds a Snapshot: in `connecting` and
- * `awaiting-snapshot` there is nothing that could be pushed (I1), and `disconnected` keeps
- * only a record of what the last stream was sent, for inspection, never the resources.
+ * What a session holds, by state of the chart (`awaiting-snapshot` for each of its steps).
+ * Only `serving` holds a Snapshot: in `connecting` and `awaiting-snapshot` there is nothing
+ * that could be pushed (I1), and `disconnected` keeps only a record of what the last stream
+ * was sent, for inspection, never the resources. The ledger is a value the chart assigns.
  */
 export type Phase =
   | { readonly state: 'connecting' }
@@ -53,3 +53,4 @@ export function servedSnapshot(context: SessionContext): Snapshot {
   if (phase.state !== 'serving') throw new Error(`session ${context.node} serves no snapshot in state ${phase.state}`);
   return phase.snapshot;
 }
+

@@ -1,8 +1,4 @@
-import type { Snapshot } from '../xds/snapshot.js';
-import type { XdsResponse } from '../xds/stream-ledger.js';
-import type { EndStatus } from '../xds/stream-writer.js';
-import type { TypeUrl } from '../xds/type-urls.js';
-import type { XdsRequest } from '../xds/xds-request.js';
+import type { Snapshot, XdsResponse, EndStatus, TypeUrl, XdsRequest } from '../xds/index.js';
 
 /** A gRPC stream as the session knows it; the call itself stays in the server. */
 export interface StreamInfo {
@@ -38,6 +34,10 @@ export type SessionEvent =
   | { readonly type: 'stream.closed'; readonly at: number; readonly streamId: string; readonly reason: string }
   | { readonly type: 'snapshot.generated'; readonly at: number; readonly snapshot: Snapshot }
   | { readonly type: 'snapshot.failed'; readonly at: number; readonly revision: number; readonly error: GenerationFailure }
+  /** The store read the log to its end after this stream asked it to (`catchUp`). */
+  | { readonly type: 'store.caughtUp'; readonly at: number; readonly streamId: string }
+  /** The store could not be read when this stream asked it to (`catchUp`); the next tick tries again. */
+  | { readonly type: 'store.catchUpFailed'; readonly at: number; readonly streamId: string; readonly reason: string }
   /** The store's projection moved to `revision`. */
   | { readonly type: 'store.advanced'; readonly at: number; readonly revision: number }
   /** The watchdog's safety-net tick, with the store's current revision. */
@@ -50,10 +50,13 @@ export type { EndStatus };
 
 /**
  * What a session asks the outside world to do. The registry carries these out: it runs the
- * generator, and the stream writer sends bytes or ends a stream.
+ * generator, has the store read the log to its end, and the stream writer sends bytes or
+ * ends a stream.
  */
 export type SessionIntent =
   | { readonly type: 'generate' }
+  /** Read the store to the log's end, then answer with `store.caughtUp` or `store.catchUpFailed` for this stream. */
+  | { readonly type: 'catchUp'; readonly streamId: string }
   | { readonly type: 'send'; readonly streamId: string; readonly response: XdsResponse }
   | { readonly type: 'end'; readonly streamId: string; readonly status: EndStatus }
   | { readonly type: 'nacked'; readonly typeUrl: TypeUrl; readonly version: string; readonly nonce: string; readonly message: string };

@@ -1,11 +1,23 @@
 import { assertEvent, assign, emit, enqueueActions, setup } from 'xstate';
 import { parseNodeId } from '../mesh/index.js';
-import { StreamLedger } from '../xds/stream-ledger.js';
-import type { Snapshot } from '../xds/snapshot.js';
+import { StreamLedger, type Snapshot } from '../xds/index.js';
 import { servedSnapshot, streamPhase, type SessionContext, type SessionInput } from './session-context.js';
-import { answerIntents, pushIntents } from './session-effects.js';
+import { answerIntents, pushIntents, type Effects } from './session-effects.js';
 import type { EndStatus, SessionEvent, SessionIntent } from './session-events.js';
 import { isDataplaneGone } from './generation-failure.js';
+
+/** The part of `enqueueActions`' `enqueue` a step needs. */
+interface Enqueue {
+  assign(values: Pick<SessionContext, 'phase'>): void;
+  emit(intent: SessionIntent): void;
+}
+
+/** Assigns the ledger after a step to the phase that holds it, then emits the step's intents, in order. */
+function apply(context: SessionContext, enqueue: Enqueue, { ledger, intents }: Effects): void {
+  const phase = streamPhase(context);
+  if (ledger !== phase.ledger) enqueue.assign({ phase: { ...phase, ledger } });
+  for (const intent of intents) enqueue.emit(intent);
+}
 
 /**
  * The session chart's implementations, by name. Exported for type tests that show what the
@@ -21,8 +33,7 @@ export const sessionSetup = setup({
   actions: {
     adoptStream: assign(({ event, context }) => {
       assertEvent(event, 'stream.opened');
-      const ledger = new StreamLedger(event.stream.id);
-      ledger.receive(event.request, event.at);
+      const { ledger } = StreamLedger.open(event.stream.id).receive(event.request, event.at);
       return { phase: { state: 'awaiting-snapshot' as const, stream: event.stream, ledger }, attempted: context.attempted };
     }),
     supersede: enqueueActions(({ context, enqueue }) => {
@@ -38,6 +49,7 @@ export const sessionSetup = setup({
       enqueue.emit({ type: 'end', streamId: event.stream.id, status: { code: 'INVALID_ARGUMENT', message } });
     }),
     requestSnapshot: emit({ type: 'generate' }),
+    catchUp: emit(({ context }) => ({ type: 'catchUp' as const, streamId: streamPhase(context).stream.id })),
     serve: assign(({ event, context }) => {
       assertEvent(event, 'snapshot.generated');
       const { stream, ledger } = streamPhase(context);
@@ -45,16 +57,15 @@ export const sessionSetup = setup({
       return { phase: { state: 'serving' as const, stream, ledger, snapshot }, attempted: snapshot.revision, error: undefined };
     }),
     push: enqueueActions(({ context, event, enqueue }, params: { snapshot: Snapshot }) => {
-      for (const intent of pushIntents(streamPhase(context).ledger, params.snapshot, event.at)) enqueue.emit(intent);
+      apply(context, enqueue, pushIntents(streamPhase(context).ledger, params.snapshot, event.at));
     }),
     answer: enqueueActions(({ context, event, enqueue }, params: { snapshot: Snapshot }) => {
       assertEvent(event, ['xds.requested', 'xds.acked', 'xds.nacked']);
-      const intents = answerIntents(streamPhase(context).ledger, event.request, event.at, params.snapshot);
-      for (const intent of intents) enqueue.emit(intent);
+      apply(context, enqueue, answerIntents(streamPhase(context).ledger, event.request, event.at, params.snapshot));
     }),
     record: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, ['xds.requested', 'xds.acked', 'xds.nacked']);
-      for (const intent of answerIntents(streamPhase(context).ledger, event.request, event.at, undefined)) enqueue.emit(intent);
+      apply(context, enqueue, answerIntents(streamPhase(context).ledger, event.request, event.at, undefined));
     }),
     recordFailure: assign(({ event }) => {
       assertEvent(event, 'snapshot.failed');
@@ -79,6 +90,8 @@ export const sessionSetup = setup({
     },
     behind: ({ context, event }) => 'revision' in event && event.revision > context.attempted,
     dataplaneGone: ({ event }) => event.type === 'snapshot.failed' && isDataplaneGone(event.error),
+    // The node says it holds configuration: it may come from an instance whose store was ahead.
+    holdsConfiguration: ({ context }) => streamPhase(context).ledger.holdsConfiguration(),
   },
   delays: {
     evictionGrace: ({ context }) => context.evictionGrace,
@@ -91,7 +104,8 @@ export const sessionSetup = setup({
  *
  * The only actions that send anything are `push` and `answer`, and both require the
  * Snapshot being served as a parameter: there is no way to push from `connecting` or
- * `awaiting-snapshot`, and no snapshot to push from anywhere else (I1).
+ * `awaiting-snapshot`, and no snapshot to push from anywhere else (I1). `streaming` groups
+ * the two states that hold a stream and keeps what happens to a stream in one place.
  */
 export const sessionMachine = sessionSetup.createMachine({
   id: 'session',
@@ -99,70 +113,104 @@ export const sessionMachine = sessionSetup.createMachine({
   initial: 'connecting',
   states: {
     connecting: {
+      id: 'connecting',
       on: {
         'stream.opened': [
-          { guard: 'validNode', target: 'awaiting-snapshot', actions: 'adoptStream' },
-          { target: 'evicted', actions: 'refuseNode' },
+          { guard: 'validNode', target: '#awaiting-snapshot', actions: 'adoptStream' },
+          { target: '#evicted', actions: 'refuseNode' },
         ],
       },
     },
-    'awaiting-snapshot': {
-      // I2: generation starts on connect, not at the next watchdog tick.
-      entry: 'requestSnapshot',
+    streaming: {
+      id: 'streaming',
+      meta: { groups: 'the states that hold a stream' },
+      initial: 'awaiting-snapshot',
       on: {
-        'snapshot.generated': {
-          target: 'serving',
-          actions: ['serve', { type: 'push', params: ({ event }) => ({ snapshot: event.snapshot }) }],
-        },
-        'snapshot.failed': { actions: 'recordFailure' },
         'xds.requested': { guard: 'currentStream', actions: 'record' },
         'xds.acked': { guard: 'currentStream', actions: 'record' },
         'xds.nacked': { guard: 'currentStream', actions: 'record' },
         'store.advanced': { guard: 'behind', actions: 'requestSnapshot' },
         'watchdog.ticked': { guard: 'behind', actions: 'requestSnapshot' },
-        'stream.closed': { guard: 'currentStream', target: 'disconnected', actions: 'release' },
-        'stream.opened': { target: 'awaiting-snapshot', reenter: true, actions: ['supersede', 'adoptStream'] },
+        'stream.closed': { guard: 'currentStream', target: '#disconnected', actions: 'release' },
+        'stream.opened': { target: '#awaiting-snapshot', reenter: true, actions: ['supersede', 'adoptStream'] },
         'shutdown.requested': {
-          target: 'evicted',
+          target: '#evicted',
           actions: { type: 'endStream', params: ({ event }) => ({ code: 'UNAVAILABLE', message: event.reason }) },
         },
       },
-    },
-    serving: {
-      on: {
-        'snapshot.generated': {
-          actions: ['serve', { type: 'push', params: ({ event }) => ({ snapshot: event.snapshot }) }],
-        },
-        'snapshot.failed': [
-          {
-            guard: 'dataplaneGone',
-            target: 'evicted',
-            actions: { type: 'endStream', params: ({ event }) => ({ code: 'NOT_FOUND', message: event.error.message }) },
+      states: {
+        'awaiting-snapshot': {
+          id: 'awaiting-snapshot',
+          initial: 'arriving',
+          on: {
+            'snapshot.generated': {
+              target: '#serving',
+              actions: ['serve', { type: 'push', params: ({ event }) => ({ snapshot: event.snapshot }) }],
+            },
+            'snapshot.failed': { actions: 'recordFailure' },
           },
-          // Any other failure keeps the configuration the node has; it is shown, never pushed (I1).
-          { actions: 'recordFailure' },
-        ],
-        'xds.requested': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
-        'xds.acked': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
-        'xds.nacked': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
-        'store.advanced': { guard: 'behind', actions: 'requestSnapshot' },
-        'watchdog.ticked': { guard: 'behind', actions: 'requestSnapshot' },
-        'stream.closed': { guard: 'currentStream', target: 'disconnected', actions: 'release' },
-        'stream.opened': { target: 'awaiting-snapshot', actions: ['supersede', 'adoptStream'] },
-        'shutdown.requested': {
-          target: 'evicted',
-          actions: { type: 'endStream', params: ({ event }) => ({ code: 'UNAVAILABLE', message: event.reason }) },
+          states: {
+            arriving: {
+              id: 'arriving',
+              always: [{ guard: 'holdsConfiguration', target: '#catching-up' }, { target: '#generating' }],
+            },
+            // Never sent less than it holds: the store reads the log to its end before generating.
+            'catching-up': {
+              id: 'catching-up',
+              entry: 'catchUp',
+              on: {
+                'store.caughtUp': { guard: 'currentStream', target: '#generating' },
+                'store.catchUpFailed': { guard: 'currentStream', target: '#store-unreadable' },
+                // It generates once caught up, from the newer projection.
+                'store.advanced': {},
+                'watchdog.ticked': {},
+              },
+            },
+            'store-unreadable': {
+              id: 'store-unreadable',
+              tags: ['retries-on-tick'],
+              on: {
+                'watchdog.ticked': { target: '#catching-up' },
+                'store.advanced': { target: '#catching-up' },
+              },
+            },
+            // I2: generation starts on connect, not at the next watchdog tick.
+            generating: {
+              id: 'generating',
+              entry: 'requestSnapshot',
+            },
+          },
+        },
+        serving: {
+          id: 'serving',
+          on: {
+            'snapshot.generated': { actions: ['serve', { type: 'push', params: ({ event }) => ({ snapshot: event.snapshot }) }] },
+            'snapshot.failed': [
+              {
+                guard: 'dataplaneGone',
+                target: '#evicted',
+                actions: { type: 'endStream', params: ({ event }) => ({ code: 'NOT_FOUND', message: event.error.message }) },
+              },
+              // Any other failure keeps the configuration the node has; it is shown, never pushed (I1).
+              { actions: 'recordFailure' },
+            ],
+            'xds.requested': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
+            'xds.acked': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
+            'xds.nacked': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
+          },
         },
       },
     },
     disconnected: {
-      after: { evictionGrace: { target: 'evicted' } },
+      id: 'disconnected',
+      after: { evictionGrace: { target: '#evicted' } },
       on: {
-        'stream.opened': { target: 'awaiting-snapshot', actions: 'adoptStream' },
-        'shutdown.requested': { target: 'evicted' },
+        'stream.opened': { target: '#awaiting-snapshot', actions: 'adoptStream' },
+        'shutdown.requested': { target: '#evicted' },
       },
     },
     evicted: {
+      id: 'evicted',
       type: 'final',
       entry: 'markEvicted',
     },

@@ -1,6 +1,7 @@
 import type { SnapshotFrom } from 'xstate';
 import type { SessionMachine } from './session-machine.js';
-import type { SessionState, SessionView, TransitionRecord } from './session-view.js';
+import { sessionStateOf, stateIdOf } from './session-states.js';
+import type { SessionView, TransitionRecord } from './session-view.js';
 
 /** Builds the API's view of a session from its actor snapshot. */
 export function viewOf(
@@ -10,22 +11,14 @@ export function viewOf(
 ): SessionView {
   const { context } = snapshot;
   const { phase } = context;
-  const state = snapshot.value as SessionState;
-  const stream =
-    phase.state === 'awaiting-snapshot' || phase.state === 'serving'
-      ? phase.stream
-      : phase.state === 'disconnected'
-        ? phase.lastStream
-        : undefined;
-  const types =
-    phase.state === 'awaiting-snapshot' || phase.state === 'serving'
-      ? phase.ledger.status()
-      : phase.state === 'disconnected'
-        ? phase.types
-        : {};
+  const id = stateIdOf(snapshot.value);
+  const state = sessionStateOf(id);
+  const stream = 'stream' in phase ? phase.stream : phase.state === 'disconnected' ? phase.lastStream : undefined;
+  const types = 'ledger' in phase ? phase.ledger.status() : phase.state === 'disconnected' ? phase.types : {};
   return {
     node: context.node,
     state,
+    ...(id !== state && { step: id }),
     instance,
     ...(stream && { stream: { id: stream.id, peer: stream.peer, openedAt: new Date(stream.openedAt).toISOString() } }),
     ...(phase.state === 'serving' && { revision: phase.snapshot.revision }),

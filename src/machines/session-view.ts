@@ -3,17 +3,17 @@
  * library's `sessions` observable show it. Built from an actor snapshot by `viewOf`.
  */
 
-import type { TypeStatus } from '../xds/stream-ledger.js';
+import type { TypeStatus } from '../xds/index.js';
+import type { SessionState, SessionStateId } from './session-states.js';
 
-export type { TypeStatus };
+export type { SessionState, SessionStateId, TypeStatus };
 
-export type SessionState = 'connecting' | 'awaiting-snapshot' | 'serving' | 'disconnected' | 'evicted';
-
+/** One step of a session's story: the chart states it left and entered, by their ids in the chart. */
 export interface TransitionRecord {
   readonly at: string;
   readonly event: string;
-  readonly from: SessionState;
-  readonly to: SessionState;
+  readonly from: SessionStateId;
+  readonly to: SessionStateId;
   /** Facts that matter for this step: type URL, version, nonce, resource count, NACK message. */
   readonly detail?: Readonly<Record<string, string | number>>;
 }
@@ -21,6 +21,8 @@ export interface TransitionRecord {
 export interface SessionView {
   readonly node: string;
   readonly state: SessionState;
+  /** The step of `state` the session is in, when the state has steps: `catching-up` within `awaiting-snapshot`. */
+  readonly step?: SessionStateId;
   readonly instance: string;
   readonly stream?: { readonly id: string; readonly peer: string; readonly openedAt: string };
   /** Store revision of the snapshot being served. */
@@ -30,4 +32,13 @@ export interface SessionView {
   /** Keyed by short name: CDS, EDS, LDS, RDS. */
   readonly types: Readonly<Record<string, TypeStatus>>;
   readonly transitions: readonly TransitionRecord[];
+}
+
+/** Whether some type's latest response (the last nonce sent) was NACKed rather than ACKed or unanswered. */
+export function lastResponseNacked(types: Readonly<Record<string, TypeStatus>>): boolean {
+  for (const type in types) {
+    const { sent, nacked } = types[type]!;
+    if (sent !== undefined && nacked?.nonce === sent.nonce) return true;
+  }
+  return false;
 }

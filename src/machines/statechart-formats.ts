@@ -1,6 +1,6 @@
 import { instance, type Viz } from '@viz-js/viz';
 import { initialTransition } from 'xstate';
-import { DEFAULTS } from '../control-plane-options.js';
+import { DEFAULTS } from '../defaults.js';
 import { sessionMachine } from './session-machine.js';
 import { type ChartState, type ChartTransition, chartOf, type Statechart } from './statechart.js';
 
@@ -33,44 +33,47 @@ function transitionLabel(transition: ChartTransition): string {
 }
 
 /**
- * The chart as a Mermaid `stateDiagram-v2`. A transition that stays in its state without
+ * The chart as a Mermaid `stateDiagram-v2`: first every state inside its parent's block, by
+ * name, with each block's start and final states, then every transition, so no edge names a
+ * state before Mermaid knows where it lives. A transition that stays in its state without
  * re-entering it is written inside the state (`serving : xds.acked [currentStream]`), as UML
  * draws internal transitions, rather than as a self-loop.
  */
 export function toMermaid(chart: Statechart): string {
   const lines = ['stateDiagram-v2', '  direction LR'];
-  const write = (parent: string | undefined, indent: string): void => {
-    const children = childrenOf(chart, parent);
+  const declare = (parent: string | undefined, indent: string): void => {
     const start = initialIn(chart, parent);
-    // Names first: a state Mermaid meets in an edge before its declaration keeps its id as its name.
-    for (const state of children) if (mermaidId(state.id) !== state.key) lines.push(`${indent}state "${state.key}" as ${mermaidId(state.id)}`);
-    if (start !== undefined) lines.push(`${indent}[*] --> ${mermaidId(start)}`);
+    const children = childrenOf(chart, parent);
     children.forEach((state, index) => {
       // Regions of a parallel state are separated by `--`.
       if (index > 0 && isParallel(chart, parent)) lines.push(`${indent}--`);
       const id = mermaidId(state.id);
+      if (id !== state.key) lines.push(`${indent}state "${state.key}" as ${id}`);
+      else if (!isComposite(state)) lines.push(`${indent}${id}`);
       if (isComposite(state)) {
         lines.push(`${indent}state ${id} {`);
-        write(state.id, `${indent}  `);
+        declare(state.id, `${indent}  `);
         lines.push(`${indent}}`);
       }
-      for (const transition of transitionsFrom(chart, state)) {
-        const label = mermaidText(transitionLabel(transition));
-        if (transition.targets.length === 0) lines.push(`${indent}${id} : ${label}`);
-        for (const target of transition.targets) lines.push(`${indent}${id} --> ${mermaidId(target)} : ${label}`);
-      }
-      if (state.type === 'final') lines.push(`${indent}${id} --> [*]`);
     });
+    if (start !== undefined) lines.push(`${indent}[*] --> ${mermaidId(start)}`);
+    for (const state of children) if (state.type === 'final') lines.push(`${indent}${mermaidId(state.id)} --> [*]`);
   };
-  write(undefined, '  ');
+  declare(undefined, '  ');
+  for (const transition of chart.transitions) {
+    const id = mermaidId(transition.source);
+    const label = mermaidText(transitionLabel(transition));
+    if (transition.targets.length === 0) lines.push(`  ${id} : ${label}`);
+    for (const target of transition.targets) lines.push(`  ${id} --> ${mermaidId(target)} : ${label}`);
+  }
   return `${lines.join('\n')}\n`;
 }
 
 /**
  * The chart as Graphviz DOT. Each state is a node whose id is the state's id (`serving`), so
  * its SVG group carries `<title>serving</title>`; a compound state is a cluster around its
- * children; the final state has a double border. Internal transitions are listed inside the
- * state's box, below its name.
+ * children, whose SVG group is titled `cluster_<id>`; the final state has a double border.
+ * Internal transitions are listed inside the state's box or cluster label, below its name.
  */
 export function toDot(chart: Statechart): string {
   const lines = [
@@ -87,23 +90,24 @@ export function toDot(chart: Statechart): string {
       lines.push(`${indent}${dotEdge(chart, pseudo, start)}`);
     }
     for (const state of childrenOf(chart, parent)) {
+      const internal = transitionsFrom(chart, state).filter((transition) => transition.targets.length === 0);
       if (isComposite(state)) {
-        lines.push(`${indent}subgraph ${dotId(`cluster_${state.id}`)} {`, `${indent}  label=${dotId(state.key)}; style=rounded;`);
+        lines.push(`${indent}subgraph ${dotId(`cluster_${state.id}`)} {`, `${indent}  label=${nodeLabel(state, internal)}; style=rounded;`);
         write(state.id, `${indent}  `);
         lines.push(`${indent}}`);
         continue;
       }
-      const internal = transitionsFrom(chart, state).filter((transition) => transition.targets.length === 0);
       const final = state.type === 'final' ? ', peripheries=2' : '';
       lines.push(`${indent}${dotId(state.id)} [label=${nodeLabel(state, internal)}${final}];`);
     }
   };
   write(undefined, '  ');
-  for (const transition of chart.transitions) {
+  chart.transitions.forEach((transition, index) => {
+    // `t<n>` is the SVG group's id: the n-th transition of the JSON chart, whatever leaves it is drawn between.
     for (const target of transition.targets) {
-      lines.push(`  ${dotEdge(chart, transition.source, target, transitionLabel(transition))}`);
+      lines.push(`  ${dotEdge(chart, transition.source, target, transitionLabel(transition), `t${index}`)}`);
     }
-  }
+  });
   lines.push('}');
   return `${lines.join('\n')}\n`;
 }
@@ -164,11 +168,12 @@ function nodeLabel(state: ChartState, internal: readonly ChartTransition[]): str
 }
 
 /** A DOT edge; one to or from a cluster is drawn to its initial leaf and clipped at its border. */
-function dotEdge(chart: Statechart, from: string, to: string, label?: string): string {
+function dotEdge(chart: Statechart, from: string, to: string, label?: string, id?: string): string {
   const tail = leafOf(chart, from);
   const head = leafOf(chart, to);
   const attributes = [
     ...(label === undefined ? [] : [`label=${dotId(label)}`]),
+    ...(id === undefined ? [] : [`id=${dotId(id)}`]),
     ...(tail === from ? [] : [`ltail=${dotId(`cluster_${from}`)}`]),
     ...(head === to ? [] : [`lhead=${dotId(`cluster_${to}`)}`]),
   ];

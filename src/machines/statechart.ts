@@ -17,7 +17,7 @@ export interface Statechart {
 }
 
 export interface ChartState {
-  /** The state's path below the root, joined by `.`: `serving`, or `parent.child` when nested. */
+  /** The state's own id when it has one, else its path below the root joined by `.` (`parent.child`). */
   readonly id: string;
   readonly key: string;
   readonly type: 'atomic' | 'compound' | 'parallel' | 'final' | 'history';
@@ -152,6 +152,8 @@ function initialOf(node: AnyStateNode): string | undefined {
   return target && idOf(target);
 }
 
+/** A state's own `id` when the machine gives it one (`serving`), else its path below the root (`parent.child`). */
 function idOf(node: AnyStateNode): string {
-  return node.path.join('.');
+  const path = node.path.join('.');
+  return node.id === `${node.machine.id}.${path}` ? path : node.id;
 }

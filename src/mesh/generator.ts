@@ -1,12 +1,15 @@
-import { ResourceSet } from '../xds/resource-set.js';
 import {
+  CLUSTER,
+  ENDPOINT,
+  LISTENER,
+  ResourceSet,
+  ROUTE,
   sealSnapshot,
   type EmptyConfigurationError,
   type MissingReferenceError,
   type Snapshot,
-} from '../xds/snapshot.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../xds/type-urls.js';
-import type { Projection } from '../store/types.js';
+} from '../xds/index.js';
+import type { GenerationInput } from './generation-input.js';
 import { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from './errors.js';
 import { meshServices } from './mesh-services.js';
 import { nodeResources } from './node-resources.js';
@@ -31,7 +34,7 @@ export type GenerateResult =
  * what changed since the last call: a Dataplane or mesh left as it was costs no encoding.
  * Returns an error, never a placeholder, when there is nothing to push (I1).
  */
-export function generate(node: string, projection: Projection): GenerateResult {
+export function generate(node: string, projection: GenerationInput): GenerateResult {
   const { revision } = projection;
   const id = parseNodeId(node);
   if (!id.ok) return { ok: false, error: new InvalidNodeIdError(node, revision, id.reason) };

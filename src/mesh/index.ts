@@ -18,3 +18,4 @@ export {
   type Valid,
 } from './resources.js';
 export { envoyBootstrap, grpcBootstrap, XDS_CLUSTER, type EnvoyBootstrapOptions, type GrpcBootstrapOptions, type XdsMode } from './bootstrap.js';
+export type { GenerationInput, Held, MeshResources } from './generation-input.js';

@@ -1,5 +1,5 @@
-import { ResourceSet } from '../xds/resource-set.js';
-import type { MeshState, Stored } from '../store/types.js';
+import { ResourceSet } from '../xds/index.js';
+import type { Held, MeshResources } from './generation-input.js';
 import type { Mesh } from './resources.js';
 import { emptyAssignment, serviceResources, type Endpoint, type ServiceResources } from './service-resources.js';
 
@@ -63,11 +63,11 @@ interface MeshMemo {
 
 // Keyed by the stored Mesh, which stays the same object while only its dataplanes change and
 // goes (with the memo) when the mesh is deleted or rewritten.
-const memos = new WeakMap<Stored<Mesh>, MeshMemo>();
-const byState = new WeakMap<MeshState, MeshServices>();
+const memos = new WeakMap<Held<Mesh>, MeshMemo>();
+const byState = new WeakMap<MeshResources, MeshServices>();
 
 /** The shared service sets of a mesh state, built once per state object. */
-export function meshServices(state: MeshState): MeshServices {
+export function meshServices(state: MeshResources): MeshServices {
   let services = byState.get(state);
   if (services === undefined) {
     services = build(state);
@@ -76,7 +76,7 @@ export function meshServices(state: MeshState): MeshServices {
   return services;
 }
 
-function build(state: MeshState): MeshServices {
+function build(state: MeshResources): MeshServices {
   let memo = memos.get(state.mesh);
   if (memo === undefined) {
     memo = { last: undefined, emptyEndpoints: new Map() };

@@ -1,7 +1,5 @@
-import { encodeResource, type EncodedResource } from '../xds/encode.js';
-import { ResourceSet } from '../xds/resource-set.js';
-import { CLUSTER, LISTENER } from '../xds/type-urls.js';
-import type { Stored } from '../store/types.js';
+import { CLUSTER, encodeResource, LISTENER, ResourceSet, type EncodedResource } from '../xds/index.js';
+import type { Held } from './generation-input.js';
 import { CONNECT_TIMEOUT, TCP_PROXY, socketAddress, statPrefix, typedConfig } from './envoy-fragments.js';
 import { inboundListenerName, localClusterName, outboundListenerName } from './names.js';
 import type { MeshServices } from './mesh-services.js';
@@ -18,14 +16,14 @@ export interface NodeResources {
 
 // A stored Dataplane is a new object only when it is written, so its resources are encoded
 // once per write, not once per push or per change elsewhere in the mesh.
-const memo = new WeakMap<Stored<Dataplane>, NodeResources>();
+const memo = new WeakMap<Held<Dataplane>, NodeResources>();
 
 /**
  * A dataplane's own resources, built once per stored object. `services` only lends the
  * EDS clusters it already encoded; a cluster depends on its service name alone, so what is
  * built does not depend on the mesh state it was first built with.
  */
-export function nodeResources(stored: Stored<Dataplane>, services: MeshServices): NodeResources {
+export function nodeResources(stored: Held<Dataplane>, services: MeshServices): NodeResources {
   let own = memo.get(stored);
   if (own === undefined) {
     own = build(stored.resource, services);

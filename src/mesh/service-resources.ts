@@ -1,5 +1,4 @@
-import { encodeResource, type EncodedResource } from '../xds/encode.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../xds/type-urls.js';
+import { CLUSTER, encodeResource, ENDPOINT, LISTENER, ROUTE, type EncodedResource } from '../xds/index.js';
 import {
   ADS_CONFIG_SOURCE,
   CONNECT_TIMEOUT,

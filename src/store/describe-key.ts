@@ -1,4 +1,4 @@
-import type { ResourceKey } from '../mesh/resources.js';
+import type { ResourceKey } from '../mesh/index.js';
 
 /** How errors and logs name a resource: `Mesh default`, `Dataplane default/backend-1`. */
 export function describeKey(key: ResourceKey): string {

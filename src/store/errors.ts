@@ -1,5 +1,5 @@
 import { ChanceryError } from '../chancery-error.js';
-import type { ResourceKey } from '../mesh/resources.js';
+import type { ResourceKey } from '../mesh/index.js';
 import { describeKey } from './describe-key.js';
 import type { ResourceVersion, Seq } from './types.js';
 

@@ -1,4 +1,4 @@
-import type { Dataplane, Mesh, Resource, Valid } from '../mesh/resources.js';
+import type { Dataplane, Mesh, Resource, Valid } from '../mesh/index.js';
 import { asSeq, type Checkpoint, type MeshState, type Projection, type ResourceEvent, type Seq, type Stored } from './types.js';
 
 /** The projection of an empty log: revision 0, no meshes. */

@@ -1,5 +1,5 @@
 import type { Observable } from 'rxjs';
-import type { Dataplane, Mesh, Resource, ResourceKey, Valid } from '../mesh/resources.js';
+import type { Dataplane, GenerationInput, Held, Mesh, MeshResources, Resource, ResourceKey, Valid } from '../mesh/index.js';
 import type { StoreUnavailableError } from './errors.js';
 import type { SessionRecords } from './session-records.js';
 
@@ -119,8 +119,7 @@ export interface Checkpoint {
  */
 export type Retention = { readonly events: number } | { readonly maxAge: number };
 
-export interface Stored<T extends Resource> {
-  readonly resource: Valid<T>;
+export interface Stored<T extends Resource> extends Held<T> {
   readonly version: ResourceVersion;
   /** Sequence number of the event that last wrote it. */
   readonly seq: Seq;
@@ -131,13 +130,13 @@ export interface Stored<T extends Resource> {
  * One mesh at a revision. A new object whenever anything in the mesh changes, and the
  * same object otherwise, so consumers can memoise on identity.
  */
-export interface MeshState {
+export interface MeshState extends MeshResources {
   readonly mesh: Stored<Mesh>;
   readonly dataplanes: ReadonlyMap<string, Stored<Dataplane>>;
 }
 
 /** The current resources: the fold of the event log up to `revision`. Immutable. */
-export interface Projection {
+export interface Projection extends GenerationInput {
   readonly revision: Seq;
   /** When the event at `revision` was written (its `at`); absent at revision 0 or from a checkpoint. */
   readonly at?: string;

@@ -1,5 +1,4 @@
-import type { EncodedResource } from './encode.js';
-import { lengthDelimited } from './encode.js';
+import { type EncodedResource, lengthDelimited } from './encode.js';
 import type { XdsResponse } from './stream-ledger.js';
 
 // DiscoveryResponse field numbers (envoy/service/discovery/v3/discovery.proto).

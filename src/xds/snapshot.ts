@@ -4,7 +4,10 @@ import type { EncodedResource } from './encode.js';
 import { ResourceSet } from './resource-set.js';
 import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, type TypeUrl } from './type-urls.js';
 
-declare const sealed: unique symbol;
+/** The brand only this module can write: a Snapshot made anywhere else does not type-check. */
+const sealed: unique symbol = Symbol('sealed snapshot');
+/** Every snapshot `sealSnapshot` made: a brand forged with a cast still fails `assertSealed`. */
+const sealedSnapshots = new WeakSet<object>();
 
 /**
  * What a node can be sent of one type. `wildcard` is the node's full set for a wildcard
@@ -106,8 +109,22 @@ export function sealSnapshot(parts: SnapshotParts): SealResult {
     }
   }
 
-  const snapshot = { node: parts.node, revision: parts.revision, types, resourceCount };
-  return { ok: true, snapshot: Object.freeze(snapshot) as unknown as Snapshot };
+  const snapshot: Snapshot = Object.freeze({ [sealed]: true as const, node: parts.node, revision: parts.revision, types, resourceCount });
+  sealedSnapshots.add(snapshot);
+  return { ok: true, snapshot };
+}
+
+/** A value that claims to be a Snapshot but was not sealed here: a bug that would push what no generator made. */
+export class ForgedSnapshotError extends ChanceryError {
+  readonly code = 'CHANCERY_XDS_FORGED_SNAPSHOT';
+  constructor(readonly node: unknown) {
+    super(`a Snapshot for node ${String(node)} was not made by sealSnapshot; nothing is pushed from it (I1)`);
+  }
+}
+
+/** Throws unless `snapshot` came from `sealSnapshot`: checked before anything is pushed from it (I1). */
+export function assertSealed(snapshot: Snapshot): void {
+  if (!sealedSnapshots.has(snapshot)) throw new ForgedSnapshotError((snapshot as { node?: unknown }).node);
 }
 
 function collectMissing(resource: EncodedResource, target: TypeSnapshot, missing: Set<string>): void {

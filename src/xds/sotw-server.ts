@@ -10,7 +10,6 @@ import {
 import type { Logger } from 'pino';
 import { ADS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from './grpc-services.js';
 import { ResponseEncoder } from './response-encoder.js';
-import type { XdsResponse } from './stream-ledger.js';
 import { StreamWriter, type StreamSink } from './stream-writer.js';
 import { isTypeUrl, PUSH_ORDER, type TypeUrl } from './type-urls.js';
 import { decodeRequest, type XdsRequest } from './xds-request.js';
@@ -29,8 +28,6 @@ export interface XdsServerOptions {
   readonly instanceId: string;
   readonly logger: Logger;
   readonly now: () => number;
-  /** Told of every response written, for metrics and tests. */
-  readonly onSent?: (node: string, response: XdsResponse, bytes: number) => void;
   /**
    * ms after which a stream is ended with UNAVAILABLE, ±10% jitter, so that a fleet
    * rebalances across instances after a scale-out (Istio's MaxConnectionAge); undefined: never.
@@ -127,10 +124,10 @@ export class XdsServer {
   }
 
   #serve(call: ServerDuplexStream<XdsRequest, Uint8Array>): void {
-    const { gateway, instanceId, logger, now, onSent } = this.#options;
+    const { gateway, instanceId, logger, now } = this.#options;
     const streamId = `${instanceId}/${++this.#streams}`;
     let node: string | undefined;
-    const writer = new StreamWriter(call, this.#encoder, onSent && ((response, bytes) => onSent(node ?? '', response, bytes)));
+    const writer = new StreamWriter(call, this.#encoder);
     if (this.#draining) {
       writer.end({ code: RECONNECT, message: `instance ${instanceId} is draining; reconnect to another instance` });
       return;

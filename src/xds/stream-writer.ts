@@ -10,7 +10,8 @@ export interface EndStatus {
 
 /** Where a session's intents for one stream go. */
 export interface StreamSink {
-  send(response: XdsResponse): void;
+  /** Writes the response; returns the bytes written, 0 once the stream has ended. */
+  send(response: XdsResponse): number;
   end(status: EndStatus): void;
 }
 
@@ -25,18 +26,17 @@ export class StreamWriter implements StreamSink {
   constructor(
     readonly call: ServerDuplexStream<unknown, Uint8Array>,
     readonly encoder: ResponseEncoder,
-    readonly onSent?: (response: XdsResponse, bytes: number) => void,
   ) {}
 
   get open(): boolean {
     return this.#open;
   }
 
-  send(response: XdsResponse): void {
-    if (!this.#open) return;
+  send(response: XdsResponse): number {
+    if (!this.#open) return 0;
     const bytes = this.encoder.encode(response);
     this.call.write(bytes);
-    this.onSent?.(response, bytes.length);
+    return bytes.length;
   }
 
   end(status: EndStatus): void {

@@ -7,56 +7,49 @@ const WILDCARD = '*';
  * rule (xDS "How the client specifies what resources to return"): for Listener and Cluster,
  * an empty `resource_names` means `*` until the client has named any resource on the stream;
  * after that an empty list means nothing. `[]` → `[*, A]` → `[A]` → `[]` is: all, all plus A,
- * only A, nothing.
+ * only A, nothing. A value: `update` returns the subscription after a request.
  */
 export class Subscription {
-  #wildcard = false;
-  #names: ReadonlySet<string> = new Set();
-  #key = '';
-  #legacyWildcard: boolean;
+  readonly #legacyWildcard: boolean;
 
-  constructor(readonly typeUrl: TypeUrl) {
-    this.#legacyWildcard = FULL_STATE.has(typeUrl);
+  private constructor(
+    readonly typeUrl: TypeUrl,
+    readonly wildcard: boolean,
+    /** Explicitly named resources, `*` excluded. */
+    readonly names: ReadonlySet<string>,
+    /** Identifies what the subscription selects: equal keys select the same resources. */
+    readonly key: string,
+    legacyWildcard: boolean,
+  ) {
+    this.#legacyWildcard = legacyWildcard;
   }
 
-  get wildcard(): boolean {
-    return this.#wildcard;
-  }
-
-  /** Explicitly named resources, `*` excluded. */
-  get names(): ReadonlySet<string> {
-    return this.#names;
-  }
-
-  /** Identifies what the subscription selects: equal keys select the same resources. */
-  get key(): string {
-    return this.#key;
+  /** Nothing requested yet on the stream. */
+  static none(typeUrl: TypeUrl): Subscription {
+    return new Subscription(typeUrl, false, new Set(), '\n', FULL_STATE.has(typeUrl));
   }
 
   get empty(): boolean {
-    return !this.#wildcard && this.#names.size === 0;
+    return !this.wildcard && this.names.size === 0;
   }
 
-  /** Replaces the subscription with a request's names (SotW sends the full list). Returns whether it changed. */
-  update(resourceNames: readonly string[]): boolean {
-    let wildcard: boolean;
-    let names: Set<string>;
+  /** The subscription after a request with these names (SotW sends the full list); `this` when nothing changed. */
+  update(resourceNames: readonly string[]): Subscription {
     if (resourceNames.length === 0) {
-      wildcard = this.#legacyWildcard;
-      names = new Set();
-    } else {
-      this.#legacyWildcard = false;
-      names = new Set(resourceNames);
-      wildcard = names.delete(WILDCARD) && FULL_STATE.has(this.typeUrl);
+      const wildcard = this.#legacyWildcard;
+      if (wildcard === this.wildcard && this.names.size === 0) return this;
+      return new Subscription(this.typeUrl, wildcard, new Set(), keyOf(wildcard, []), this.#legacyWildcard);
     }
-    const changed = wildcard !== this.#wildcard || !sameNames(names, this.#names);
-    this.#wildcard = wildcard;
-    if (changed) {
-      this.#names = names;
-      this.#key = `${wildcard ? '*' : ''}\n${[...names].sort().join('\n')}`;
-    }
-    return changed;
+    const names = new Set(resourceNames);
+    const wildcard = names.delete(WILDCARD) && FULL_STATE.has(this.typeUrl);
+    // Once a name was given, the legacy wildcard is gone for good on this stream.
+    if (wildcard === this.wildcard && !this.#legacyWildcard && sameNames(names, this.names)) return this;
+    return new Subscription(this.typeUrl, wildcard, names, keyOf(wildcard, [...names]), false);
   }
+}
+
+function keyOf(wildcard: boolean, names: readonly string[]): string {
+  return `${wildcard ? '*' : ''}\n${[...names].sort().join('\n')}`;
 }
 
 function sameNames(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { NEVER } from 'rxjs';
 import { type ApiBackend, type ApiServerOptions, createApiServer } from '../../src/api/index.js';
-import { lastResponseNacked } from '../../src/machines/session-registry.js';
+import { lastResponseNacked } from '../../src/machines/index.js';
 import type { FleetSession } from '../../src/fleet/fleet-sessions.js';
 import type { SessionView } from '../../src/machines/session-view.js';
 import { createMemoryStore, type ResourceStore, type Retention } from '../../src/store/index.js';

@@ -1,7 +1,11 @@
+import { SESSION_STATES } from '../../src/machines/index.js';
 import { type ClientRequest, get, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionView } from '../../src/machines/session-view.js';
 import { type ApiHarness, fakeSessions, sessionView, startApi } from './api-harness.js';
+
+/** Every state of the chart at 0: counts name each state, so a client can list them. */
+const NONE = Object.fromEntries(SESSION_STATES.map((state) => [state, 0]));
 
 const VIEWS = [
   sessionView('default.web-1', 'serving', { revision: 4 }),
@@ -126,14 +130,14 @@ describe('GET /sessions over a fleet: instance and NACKing filters, counts, view
   it('filters by instance, and combines every filter', async () => {
     expect(nodes((await fleetJson('/sessions?instance=b')).body)).toEqual(['default.backend-1', 'default.backend-2', 'payments.ledger-1']);
     expect(nodes((await fleetJson('/sessions?instance=a&mesh=default&state=serving&nacking=true')).body)).toEqual(['default.web-1']);
-    expect((await fleetJson('/sessions?instance=c')).body).toEqual({ items: [], total: 0, counts: { byState: {}, byInstance: {} } });
+    expect((await fleetJson('/sessions?instance=c')).body).toEqual({ items: [], total: 0, counts: { byState: NONE, byInstance: {} } });
   });
 
   it('counts the filtered sessions by state and by instance before paging', async () => {
     const { body } = await fleetJson('/sessions?mesh=default&limit=1&offset=1');
     expect(nodes(body)).toEqual(['default.backend-2']);
     expect(body.total).toBe(4);
-    expect(body.counts).toEqual({ byState: { serving: 3, 'awaiting-snapshot': 1 }, byInstance: { a: 2, b: 2 } });
+    expect(body.counts).toEqual({ byState: { ...NONE, serving: 3, 'awaiting-snapshot': 1 }, byInstance: { a: 2, b: 2 } });
   });
 
   it('builds the views of the page only', async () => {
@@ -210,7 +214,7 @@ describe('GET /sessions/events', () => {
 
   it('sends one node\'s full view to a client that asks for that node only', async () => {
     const events = await subscribe('?node=default.web-2');
-    const transitions = [{ at: '2026-01-05T10:00:00.000Z', event: 'snapshot.generated', from: 'awaiting-snapshot' as const, to: 'serving' as const }];
+    const transitions = [{ at: '2026-01-05T10:00:00.000Z', event: 'snapshot.generated', from: 'generating' as const, to: 'serving' as const }];
     publish(sessionView('default.web-1', 'disconnected'));
     publish(sessionView('default.web-2', 'serving', { transitions }));
 

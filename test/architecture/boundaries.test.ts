@@ -20,16 +20,11 @@ function importsOf(file: string): string[] {
   return [...read(file).matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)].map((match) => match[1]!);
 }
 
-/** Module specifiers a file imports values from (type-only imports vanish at run time). */
-function valueImportsOf(file: string): string[] {
-  return [...read(file).matchAll(/^import\s+(?!type\b)[^;]*?from\s+'([^']+)'/gms)].map((match) => match[1]!);
-}
-
 const all = sources('src');
 
 describe('the layers of DESIGN.md section 8', () => {
   it('lets only the generator seal a Snapshot (I1)', () => {
-    const sealing = all.filter((file) => /\bsealSnapshot\b/.test(read(file)));
+    const sealing = all.filter((file) => /\bsealSnapshot\(/.test(read(file)));
     expect(sealing.sort()).toEqual(['src/mesh/generator.ts', 'src/xds/snapshot.ts']);
   });
 
@@ -46,30 +41,43 @@ describe('the layers of DESIGN.md section 8', () => {
   });
 
   it('keeps clocks, timers, the environment and loggers out of the generator and the session chart', () => {
-    const pure = all.filter((file) => file.startsWith('src/mesh/') || file.startsWith('src/machines/session-'));
+    const pure = all.filter((file) => file.startsWith('src/mesh/') || file.startsWith('src/machines/'));
     const offenders = pure.filter(
-      (file) =>
-        !file.endsWith('session-registry.ts') &&
-        (/\bDate\.now\(|new Date\(\)|\bsetTimeout\(|\bsetInterval\(|process\.env/.test(read(file)) ||
-          importsOf(file).includes('pino')),
+      (file) => /\bDate\.now\(|new Date\(\)|\bsetTimeout\(|\bsetInterval\(|\bsetImmediate\(|process\.env/.test(read(file)) || importsOf(file).includes('pino'),
     );
+    expect(pure.length).toBeGreaterThan(20);
     expect(offenders).toEqual([]);
   });
 
-  it('takes values from other folders only through their index', () => {
+  it('lets no code cast a value to a Snapshot: only sealSnapshot makes one (I1)', () => {
+    const casts = all.filter((file) => /\bas\s+(unknown\s+as\s+)?Snapshot\b|<Snapshot>/.test(read(file)));
+    expect(casts).toEqual([]);
+  });
+
+  it('keeps the generator apart from the store: src/mesh imports nothing from src/store', () => {
+    const offenders = all.filter((file) => file.startsWith('src/mesh/') && importsOf(file).some((s) => s.includes('/store/')));
+    expect(offenders).toEqual([]);
+  });
+
+  it('imports from another folder only through its index, types included, with no exemption', () => {
     const offenders: string[] = [];
     for (const file of all) {
-      for (const specifier of valueImportsOf(file)) {
-        if (!specifier.startsWith('../')) continue;
+      for (const specifier of importsOf(file)) {
+        if (!specifier.startsWith('.')) continue;
         const target = path.normalize(path.join(path.dirname(file), specifier));
         const parts = target.split(path.sep);
         if (parts.length === 2) continue; // a module at the top of src/, such as control-plane.ts
         if (parts.slice(0, 2).join('/') === file.split('/').slice(0, 2).join('/')) continue;
-        // src/machines and src/xds are one layer seen from two sides: sessions speak the wire's types.
-        const allowed = target.endsWith('/index.js') || /^src\/(xds|machines)\//.test(target);
-        if (!allowed) offenders.push(`${file} → ${specifier}`);
+        if (parts.length !== 3 || parts[2] !== 'index.js') offenders.push(`${file} → ${specifier}`);
       }
     }
     expect(offenders).toEqual([]);
+  });
+
+  it('gives every folder of src an index', () => {
+    const folders = [...new Set(all.map((file) => file.split('/')[1]!).filter((part) => !part.endsWith('.ts')))];
+    const missing = folders.filter((folder) => !all.includes(`src/${folder}/index.ts`));
+    expect(folders.length).toBeGreaterThan(8);
+    expect(missing).toEqual([]);
   });
 });

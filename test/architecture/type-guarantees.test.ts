@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sessionSetup } from '../../src/machines/session-machine.js';
+import { sessionSetup, type Phase, type SessionState } from '../../src/machines/index.js';
 import type { Snapshot } from '../../src/xds/snapshot.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../src/xds/type-urls.js';
 import { ResourceSet } from '../../src/xds/resource-set.js';
@@ -34,5 +34,17 @@ describe('I1 no empty push, at the type level', () => {
       },
     });
     expect(machine.id).toBeDefined();
+  });
+});
+
+/** `true` only when A and B are the same set of names. */
+type SameNames<A extends string, B extends string> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+describe('the session chart and its context, at the type level', () => {
+  it('gives every state of the chart a phase of the context, and no phase to a state the chart lacks', () => {
+    const same: SameNames<Phase['state'], SessionState> = true;
+    // @ts-expect-error a state name the chart does not have is not a SessionState
+    const unknown: SessionState = 'streaming';
+    expect([same, unknown]).toHaveLength(2);
   });
 });

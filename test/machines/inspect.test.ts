@@ -5,7 +5,7 @@ import { createInspectorServer } from '@statelyai/inspect/server';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { controlPlaneOptionsOf, resolveOptions, RUN_OPTIONS, UsageError } from '../../src/cli/index.js';
-import { parseNodePattern } from '../../src/machines/inspect-options.js';
+import { parseNodePattern } from '../../src/inspector/index.js';
 import type { SessionView } from '../../src/machines/session-view.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
 import { AdsStream } from '../support/ads-client.js';
@@ -66,8 +66,13 @@ function nodesBySession(events: readonly StatelyInspectionEvent[]): Map<string, 
   return nodes;
 }
 
-function snapshotsOf(events: readonly StatelyInspectionEvent[]): { value: string; context: SessionView }[] {
-  return events.flatMap((event) => (event.type === '@xstate.snapshot' ? [event.snapshot as unknown as { value: string; context: SessionView }] : []));
+function snapshotsOf(events: readonly StatelyInspectionEvent[]): { value: unknown; context: SessionView }[] {
+  return events.flatMap((event) => (event.type === '@xstate.snapshot' ? [event.snapshot as unknown as { value: unknown; context: SessionView }] : []));
+}
+
+/** The chart state each snapshot rests in, as the session's view names it. */
+function statesOf(events: readonly StatelyInspectionEvent[]): string[] {
+  return snapshotsOf(events).map(({ context }) => context.step ?? context.state);
 }
 
 describe('live inspection in the Stately inspector', () => {
@@ -103,12 +108,14 @@ describe('live inspection in the Stately inspector', () => {
     await serve(OTHER);
     await sessionIn(harness!.cp, OTHER, 'serving');
     await serve(CHOSEN);
-    await receiver.until(`${CHOSEN} serving`, () => snapshotsOf(receiver.events).some((s) => s.context.node === CHOSEN && s.value === 'serving'));
+    await receiver.until(`${CHOSEN} serving`, () => snapshotsOf(receiver.events).some((s) => s.context.node === CHOSEN && s.context.state === 'serving'));
 
     const nodes = nodesBySession(receiver.events);
     expect([...nodes.values()]).toEqual([CHOSEN]);
     for (const event of receiver.events) expect(nodes.get(event.sessionId), event.type).toBe(CHOSEN);
-    expect(snapshotsOf(receiver.events).map((s) => s.value)).toEqual(['connecting', 'awaiting-snapshot', 'serving']);
+    expect(statesOf(receiver.events)).toEqual(['connecting', 'generating', 'serving']);
+    // The inspector gets the machine's own value, so it draws the nested chart.
+    expect(snapshotsOf(receiver.events).at(-1)?.value).toEqual({ streaming: 'serving' });
     const sent = receiver.events.flatMap((event) => (event.type === '@xstate.event' ? [event.event] : []));
     expect(sent.map((event) => event.type)).toEqual(['xstate.init', 'stream.opened', 'snapshot.generated']);
     // A generated snapshot is shown by its revision, size and versions, not its encoded resources.
@@ -125,7 +132,7 @@ describe('live inspection in the Stately inspector', () => {
     await harness!.stop();
     harness = undefined;
     await receiver.until(`${CHOSEN} evicted`, () => snapshotsOf(receiver.events).some((s) => s.value === 'evicted'));
-    expect(snapshotsOf(receiver.events).map((s) => s.value)).toEqual(['connecting', 'awaiting-snapshot', 'serving', 'evicted']);
+    expect(statesOf(receiver.events)).toEqual(['connecting', 'generating', 'serving', 'evicted']);
   });
 });
 

@@ -144,8 +144,8 @@ describe('the node page across the fleet', () => {
       lis.map((li) => [li.getAttribute('data-instance'), li.querySelector('.event')?.textContent, li.querySelector('.move')?.textContent]),
     );
     expect(steps).toEqual([
-      ['cp-b', 'snapshot.generated', 'awaiting-snapshot → serving'],
-      ['cp-b', 'stream.opened', 'connecting → awaiting-snapshot'],
+      ['cp-b', 'snapshot.generated', 'generating → serving'],
+      ['cp-b', 'stream.opened', 'connecting → generating'],
     ]);
     expect(await page.locator('.notice').textContent()).toContain('it is connected to cp-b');
     // This instance has no session of its own to chart.

@@ -1,3 +1,4 @@
+import type { Statechart } from '../../src/machines/index.js';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -115,8 +116,11 @@ describe('the node page', () => {
 
     expect(await current.locator('title').textContent()).toBe('serving');
     expect(await page.locator('figure.chart svg g.node.current').count()).toBe(1);
-    const walked = await page.locator('figure.chart svg g.edge.walked > title').allTextContents();
-    expect(walked.sort()).toEqual(['awaiting-snapshot->serving', 'connecting->awaiting-snapshot']);
+    // Each drawn edge is the chart transition its id names: the walk went in, through generating, to serving.
+    const walked = await page.locator('figure.chart svg g.edge.walked').evaluateAll((groups) => groups.map((group) => group.id));
+    const chart = (await (await fetch(`http://${harness.api}/statechart?format=json`)).json()) as Statechart;
+    const taken = walked.map((id) => chart.transitions[Number(id.slice(1))]!).map(({ source, targets }) => `${source}->${targets.join(',')}`);
+    expect(taken.sort()).toEqual(['arriving->generating', 'awaiting-snapshot->serving', 'connecting->awaiting-snapshot']);
     expect(await page.locator('.timeline').textContent()).toContain(NACK_MESSAGE);
     expect(await page.locator('.config').textContent()).toContain('inbound:127.0.0.1:10003');
     await page.screenshot({ path: path.join(ARTIFACTS, 'node.png'), fullPage: true });
@@ -130,7 +134,12 @@ describe('the node page', () => {
 
     streams[0]!.close();
     await page.locator('figure.chart svg g.node.current > title').filter({ hasText: /^disconnected$/ }).waitFor({ state: 'attached' });
-    expect(await page.locator('figure.chart svg g.edge.latest > title').textContent()).toBe('serving->disconnected');
+    // The stream closed while streaming: the edge from the streaming cluster, drawn from its first leaf.
+    const latest = await page.locator('figure.chart svg g.edge.latest').evaluateAll((groups) => groups.map((group) => group.id));
+    const chart = (await (await fetch(`http://${harness.api}/statechart?format=json`)).json()) as Statechart;
+    expect(latest.map((id) => chart.transitions[Number(id.slice(1))]!).map(({ source, targets, trigger }) => [source, targets, trigger])).toEqual([
+      ['streaming', ['disconnected'], { kind: 'event', event: 'stream.closed' }],
+    ]);
     expect(await page.locator('.timeline li').first().textContent()).toContain('stream.closed');
   });
 

@@ -6,7 +6,7 @@ import { getJson, openFeed, thisInstance } from './api.js';
 import { h, replace } from './dom.js';
 import { outcomeBadge, stateBadge } from './badges.js';
 import { refreshWhileVisible } from './refresh-while-visible.js';
-import { ago, count, STATES, TYPES } from './session-status.js';
+import { ago, count, TYPES } from './session-status.js';
 
 /** Rows per page: the browser never holds more than this many sessions. */
 const PAGE_SIZE = 100;
@@ -233,8 +233,9 @@ export function fleetPage({ main, setLive }) {
     options(meshSelect, meshes, 'All meshes', filters.mesh);
     options(instanceSelect, instances, 'All instances', filters.instance, instanceLabel);
     for (const radio of scopeRadios) radio.checked = radio.value === filters.scope;
-    if (stateSelect.options.length === 0) {
-      replace(stateSelect, h('option', { value: '' }, 'All states'), STATES.map((state) => h('option', { value: state }, state)));
+    // The API counts every state of the chart, in its order: the states are listed from there.
+    if (stateSelect.options.length <= 1) {
+      replace(stateSelect, h('option', { value: '' }, 'All states'), Object.keys(page.counts.byState).map((state) => h('option', { value: state }, state)));
     }
     stateSelect.value = filters.state;
     nackingBox.checked = filters.nacking;
@@ -256,7 +257,7 @@ export function fleetPage({ main, setLive }) {
       h(
         'ul',
         {},
-        STATES.map((state) => {
+        Object.keys(byState).map((state) => {
           const selected = filters.state === state;
           const href = hrefOf({ ...filters, state: selected ? '' : state, page: 1 });
           return h(

@@ -14,13 +14,25 @@ const FLEET_REFRESH_MS = 2000;
 
 /** The chart is the same for every node: fetched once per page load. */
 let chart;
+/** `GET /statechart?format=json`, fetched once per page load. */
+let model;
 function chartSvg() {
   chart ??= getText('/statechart?format=svg').catch(() => undefined);
   return chart;
 }
 
+/** The chart as data: which state is inside which, and what each drawn edge (`t<n>`) stands for. */
+function chartModel() {
+  model ??= getJson('/statechart?format=json')
+    .then(({ status, body }) => (status === 200 ? body : undefined))
+    .catch(() => undefined);
+  return model;
+}
+
 export function nodePage({ main, setLive }, node) {
   let view;
+  /** The chart as data, to map the story onto the drawing. */
+  let statechart;
   /** `GET /sessions/{node}/xds`, and which versions and nonces it shows. */
   let config;
   let configKey = '';
@@ -78,12 +90,14 @@ export function nodePage({ main, setLive }, node) {
   /** Everything the page shows, fetched again on every (re)connect of the feed: changes in between were missed. */
   async function load() {
     try {
-      const [session, sent, svg] = await Promise.all([
+      const [session, sent, svg, chartData] = await Promise.all([
         getJson(`/sessions/${encodeURIComponent(node)}`),
         getJson(`/sessions/${encodeURIComponent(node)}/xds`),
         chartSvg(),
+        chartModel(),
         loadFleet(),
       ]);
+      statechart = chartData;
       error = session.status === 200 || session.status === 404 ? undefined : session.body.reason;
       missing = session.status === 404;
       if (session.status === 200) view = session.body;
@@ -212,26 +226,28 @@ export function nodePage({ main, setLive }, node) {
 
   function renderChart() {
     const svg = figureEl.querySelector('svg');
-    if (!svg) return;
+    if (!svg || statechart === undefined) return;
+    const current = view.step ?? view.state;
     const steps = view.transitions.filter((step) => step.from !== step.to);
-    const walked = new Set(steps.map((step) => `${step.from}->${step.to}`));
-    const latest = steps.at(-1);
+    const taken = steps.map((step) => takenBy(statechart, step));
+    const walked = new Set(taken.flat());
+    const latest = new Set(taken.at(-1) ?? []);
     const visited = new Set(steps.flatMap((step) => [step.from, step.to]));
     svg.setAttribute('role', 'img');
-    svg.setAttribute('aria-label', `State chart of the session; the current state is ${view.state}`);
+    svg.setAttribute('aria-label', `State chart of the session; the current state is ${current}`);
     svg.removeAttribute('width');
     svg.removeAttribute('height');
     for (const group of svg.querySelectorAll('g.node')) {
       const state = titleOf(group);
-      group.classList.toggle('current', state === view.state);
+      group.classList.toggle('current', state === current);
       group.classList.toggle('visited', visited.has(state));
     }
     for (const group of svg.querySelectorAll('g.edge')) {
-      const edge = titleOf(group);
-      group.classList.toggle('walked', walked.has(edge));
-      group.classList.toggle('latest', latest !== undefined && edge === `${latest.from}->${latest.to}`);
+      const transition = Number(group.id.replace(/^t/, ''));
+      group.classList.toggle('walked', walked.has(transition));
+      group.classList.toggle('latest', latest.has(transition));
     }
-    const path = steps.length === 0 ? [view.state] : [steps[0].from, ...steps.map((step) => step.to)];
+    const path = steps.length === 0 ? [current] : [steps[0].from, ...steps.map((step) => step.to)];
     replace(
       figureEl.querySelector('figcaption'),
       h('span', { class: 'legend current' }, 'current state'),
@@ -347,6 +363,31 @@ function stepItem(step) {
     ),
     step.detail && detailList(step.detail),
   );
+}
+
+/**
+ * The transitions of the chart a step of the story took, by their index: the one its event
+ * triggered, from the state it left or a state around it, into the state it entered or one
+ * around it, and the eventless ones inside that led on to where it rests.
+ */
+function takenBy(chart, step) {
+  const parents = new Map(chart.states.map((state) => [state.id, state.parent]));
+  const within = (id, around) => {
+    for (let at = id; at !== undefined; at = parents.get(at)) if (at === around) return true;
+    return false;
+  };
+  const taken = [];
+  chart.transitions.forEach((transition, index) => {
+    const { trigger, source, targets } = transition;
+    if (trigger.kind === 'always' || trigger.event !== step.event) return;
+    if (!within(step.from, source) || !targets.some((target) => within(step.to, target))) return;
+    taken.push(index);
+    chart.transitions.forEach((inner, innerIndex) => {
+      if (inner.trigger.kind !== 'always' || !inner.targets.includes(step.to)) return;
+      if (targets.some((target) => target !== step.to && within(inner.source, target))) taken.push(innerIndex);
+    });
+  });
+  return taken;
 }
 
 function titleOf(group) {

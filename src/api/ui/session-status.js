@@ -1,8 +1,5 @@
 // How a session's state and per-type status read on the pages.
 
-/** The chart's states, in the order a session meets them. */
-export const STATES = ['connecting', 'awaiting-snapshot', 'serving', 'disconnected', 'evicted'];
-
 /** xDS types in push order (CDS, EDS, LDS, RDS). */
 export const TYPES = ['CDS', 'EDS', 'LDS', 'RDS'];
 

@@ -1,5 +1,5 @@
-import type { FleetSessionHistory } from '../../api/session-history-routes.js';
-import type { SessionView, TransitionRecord, TypeStatus } from '../../machines/session-view.js';
+import type { FleetSessionHistory } from '../../api/index.js';
+import type { SessionView, TransitionRecord, TypeStatus } from '../../machines/index.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';

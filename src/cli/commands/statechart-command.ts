@@ -1,4 +1,4 @@
-import { isStatechartFormat, renderStatechart, STATECHART_FORMATS } from '../../machines/statechart-formats.js';
+import { isStatechartFormat, renderStatechart, STATECHART_FORMATS } from '../../machines/index.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';
 import { EXIT } from '../report-error.js';

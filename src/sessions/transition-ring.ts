@@ -1,4 +1,4 @@
-import type { TransitionRecord } from './session-view.js';
+import type { TransitionRecord } from '../machines/index.js';
 
 /** A bounded record of a session's recent transitions, oldest first. */
 export class TransitionRing {

@@ -1,9 +1,7 @@
 import { createWebSocketInspector } from '@statelyai/inspect';
 import type { AnyEventObject, InspectionEvent, Observer, SnapshotFrom } from 'xstate';
+import { viewOf, type SessionEvent, type SessionMachine } from '../machines/index.js';
 import type { InspectOptions } from './inspect-options.js';
-import type { SessionEvent } from './session-events.js';
-import type { SessionMachine } from './session-machine.js';
-import { viewOf } from './session-view-of.js';
 
 export interface SessionInspector {
   /** The observer to attach to `node`'s actor; undefined when the node is not chosen. */
@@ -21,7 +19,7 @@ type SessionSnapshot = SnapshotFrom<SessionMachine>;
  * What is sent instead is the session's view (`GET /sessions/{node}`) and, for a generated
  * snapshot, its revision, size and versions.
  */
-export function connectInspector(options: InspectOptions, instance: string): SessionInspector {
+export function connectWebSocketInspector(options: InspectOptions, instance: string): SessionInspector {
   const inspector = createWebSocketInspector({ url: options.url });
   const inspected = (snapshot: SessionSnapshot) => ({
     status: snapshot.status,

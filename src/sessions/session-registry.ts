@@ -1,0 +1,295 @@
+import type { Logger } from 'pino';
+import { createActor, type Actor, type ActorOptions, type InspectionEvent } from 'xstate';
+import {
+  sessionMachine,
+  stateIdOf,
+  viewOf,
+  type EndStatus,
+  type SessionEvent,
+  type SessionIntent,
+  type SessionMachine,
+  type SessionStateId,
+  type SessionView,
+  type StreamInfo,
+  type TypedRequest,
+} from '../machines/index.js';
+import type { SessionGateway, Snapshot, StreamSink } from '../xds/index.js';
+import type { FollowUpKind, SessionCallbacks } from './session-callbacks.js';
+import type { SessionScheduler } from './session-scheduler.js';
+import { SessionStory } from './session-story.js';
+
+type Clock = NonNullable<ActorOptions<SessionMachine>['clock']>;
+
+/** ms between the slices of a drain. */
+const DRAIN_STEP = 100;
+
+/** Sessions in this step retry on every watchdog tick (a catch-up the store could not serve). */
+const RETRIES_ON_TICK = 'retries-on-tick';
+
+export type GenerationResult =
+  | { readonly ok: true; readonly snapshot: Snapshot }
+  | { readonly ok: false; readonly error: { readonly code: string; readonly message: string } };
+
+export interface SessionRegistryOptions {
+  readonly instanceId: string;
+  /** ms a disconnected session waits for its node before eviction. */
+  readonly evictionGrace: number;
+  /** Generates the node's snapshot from the store's current projection. */
+  readonly generate: (node: string) => GenerationResult;
+  /** The store's current revision. */
+  readonly revision: () => number;
+  /**
+   * Reads the store up to the log's end, for a session in `catching-up`: a node that arrives
+   * holding configuration may come from an instance whose store was ahead of this one's, and
+   * must not be sent less than it holds. Concurrent calls share their reads.
+   */
+  readonly catchUp: () => Promise<unknown>;
+  /** Epoch ms; stamped on every event. */
+  readonly now: () => number;
+  /** The clock XState schedules eviction on, and drains their steps; a SimulatedClock in tests. */
+  readonly clock: Clock;
+  /** Spreads work over many sessions across turns of the event loop. */
+  readonly scheduler: SessionScheduler;
+  readonly logger: Logger;
+  /** Transitions kept per session for inspection. Default 32. */
+  readonly historySize?: number;
+  /** Told as sessions change, are asked and answer; see `SessionCallbacks`. */
+  readonly callbacks?: SessionCallbacks;
+}
+
+/** One node's session: its actor and its story. */
+export interface Session {
+  readonly node: string;
+  readonly actor: Actor<SessionMachine>;
+  readonly story: SessionStory;
+}
+
+/**
+ * The sessions of this instance: one root actor per node (spawning thousands of children under
+ * one parent is quadratic in XState), keyed by node id. It turns what the server, the store and
+ * the watchdog report into session events, and carries out the sessions' intents: generating
+ * snapshots, having the store catch up, and handing responses to stream writers. It decides
+ * nothing: every decision is the chart's.
+ */
+export class SessionRegistry implements SessionGateway {
+  readonly #options: SessionRegistryOptions;
+  readonly #log: Logger;
+  readonly #callbacks: SessionCallbacks;
+  readonly #sessions = new Map<string, Session>();
+  readonly #sinks = new Map<string, StreamSink>();
+
+  constructor(options: SessionRegistryOptions) {
+    this.#options = options;
+    this.#log = options.logger;
+    this.#callbacks = options.callbacks ?? {};
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  /** Every session now, for reading (views, counts); not to be changed. */
+  sessions(): IterableIterator<Session> {
+    return this.#sessions.values();
+  }
+
+  session(node: string): Session | undefined {
+    return this.#sessions.get(node);
+  }
+
+  /** The first request of a new stream, carrying `node`. A newer stream supersedes an older one (I4). */
+  open(stream: StreamInfo, sink: StreamSink, node: string, request: TypedRequest): void {
+    this.#sinks.set(stream.id, sink);
+    const session = this.#sessions.get(node) ?? this.#create(node);
+    session.actor.send({ type: 'stream.opened', at: this.#options.now(), stream, request });
+  }
+
+  request(node: string, streamId: string, kind: FollowUpKind, request: TypedRequest): void {
+    const session = this.#sessions.get(node);
+    if (!session) return;
+    // A superseded stream's requests change nothing (the chart ignores them): not told either.
+    const { phase } = session.actor.getSnapshot().context;
+    if ('stream' in phase && phase.stream.id === streamId) this.#callbacks.onRequest?.(node, kind, request.typeUrl);
+    if (this.#log.isLevelEnabled('debug')) {
+      const { typeUrl, versionInfo: version, responseNonce: nonce } = request;
+      this.#log.debug({ node, stream: streamId, kind, typeUrl, version, nonce }, 'request');
+    }
+    session.actor.send({ type: kind, at: this.#options.now(), streamId, request });
+  }
+
+  /** The stream ended. Only the session's current stream can disconnect it (I4). */
+  close(node: string, streamId: string, reason: string): void {
+    this.#sinks.delete(streamId);
+    this.#sessions.get(node)?.actor.send({ type: 'stream.closed', at: this.#options.now(), streamId, reason });
+  }
+
+  /**
+   * The store's projection moved: every session decides whether it needs a new snapshot.
+   * Optimization: sessions hear of it in slices, so the pushes and ACKs of the first slices
+   * flow while later ones generate, rather than after one loop over 10,000 sessions
+   * (bench/sessions.bench.ts).
+   */
+  advance(revision: number): void {
+    this.#tell([...this.#sessions.values()], { type: 'store.advanced', at: this.#options.now(), revision });
+  }
+
+  /** The watchdog's safety net: sessions behind the store regenerate, and catch-ups the store failed are tried again. */
+  tick(): void {
+    const sessions = [...this.#sessions.values()];
+    const retrying = sessions.filter((session) => session.actor.getSnapshot().hasTag(RETRIES_ON_TICK)).length;
+    // One line a tick, not one a node: the store's own failure is logged where it happens.
+    if (retrying > 0) this.#log.warn({ nodes: retrying }, 'nodes arriving with configuration still wait for the store to be read; trying again');
+    // A store change or tick still reaching sessions in slices will reach the rest: a tick
+    // now would only do the same work again.
+    if (this.#options.scheduler.busy) return;
+    const revision = this.#options.revision();
+    // Optimization: the chart's `behind` guard, checked here first so that an idle fleet
+    // costs no events at all (bench/sessions.bench.ts: ~10 µs a session a tick otherwise).
+    const due = sessions.filter((session) => {
+      const snapshot = session.actor.getSnapshot();
+      return snapshot.context.attempted < revision || snapshot.hasTag(RETRIES_ON_TICK);
+    });
+    this.#tell(due, { type: 'watchdog.ticked', at: this.#options.now(), revision });
+  }
+
+  /** Ends every stream with UNAVAILABLE and evicts every session, at once. */
+  shutdown(reason: string): void {
+    this.#shutDown([...this.#sessions.values()], reason);
+  }
+
+  /**
+   * Ends every stream with UNAVAILABLE and evicts every session, spread evenly over `period`
+   * ms, so that the fleet's reconnects reach the other instances as a flow, not a storm.
+   * Resolves once the last session was told.
+   */
+  drain(period: number, reason: string): Promise<void> {
+    const sessions = [...this.#sessions.values()];
+    const steps = Math.max(1, Math.min(sessions.length, Math.ceil(period / DRAIN_STEP)));
+    const perStep = Math.ceil(sessions.length / steps);
+    const { clock } = this.#options;
+    return new Promise((resolve) => {
+      let next = 0;
+      const step = () => {
+        this.#shutDown(sessions.slice(next, next + perStep), reason);
+        next += perStep;
+        if (next >= sessions.length) resolve();
+        else clock.setTimeout(step, period / steps);
+      };
+      step();
+    });
+  }
+
+  /** Tells `sessions` of `event` in slices; a session evicted or replaced meanwhile is skipped. */
+  #tell(sessions: readonly Session[], event: SessionEvent): void {
+    this.#options.scheduler.schedule(sessions, (session) => {
+      if (this.#sessions.get(session.node) === session) session.actor.send(event);
+    });
+  }
+
+  #create(node: string): Session {
+    const { evictionGrace, clock, historySize = 32 } = this.#options;
+    const story = new SessionStory(historySize);
+    let at: SessionStateId = 'connecting';
+    const inspector = this.#callbacks.inspect?.(node);
+    const actor = createActor(sessionMachine, {
+      input: { node, evictionGrace },
+      clock,
+      inspect: (inspection: InspectionEvent) => {
+        inspector?.next?.(inspection);
+        if (inspection.type !== '@xstate.snapshot' || inspection.actorRef !== actor) return;
+        const to = stateIdOf((inspection.snapshot as ReturnType<typeof actor.getSnapshot>).value);
+        if (to === at) return;
+        const record = story.moved(this.#options.now(), inspection.event, at, to);
+        at = to;
+        this.#callbacks.onTransition?.(node, record, () => this.#view(session));
+        if (this.#log.isLevelEnabled('debug')) this.#log.debug({ node, from: record.from, to, event: record.event, ...record.detail }, 'session transition');
+      },
+    });
+    const session: Session = { node, actor, story };
+    actor.on('*', (intent) => this.#carryOut(session, intent));
+    actor.subscribe({
+      complete: () => this.#remove(session),
+      error: (error) => {
+        this.#log.error({ err: error, node, state: at }, 'session failed; evicting it');
+        const { phase } = actor.getSnapshot().context;
+        if ('stream' in phase) this.#end(phase.stream.id, { code: 'UNAVAILABLE', message: `internal error in the session of ${node}` });
+        this.#remove(session);
+      },
+    });
+    this.#sessions.set(node, session);
+    actor.start();
+    return session;
+  }
+
+  #carryOut(session: Session, intent: SessionIntent): void {
+    const { node } = session;
+    switch (intent.type) {
+      case 'generate':
+        return this.#generate(session);
+      case 'catchUp':
+        return this.#catchUp(session, intent.streamId);
+      case 'send': {
+        const { response, streamId } = intent;
+        if (this.#log.isLevelEnabled('debug')) {
+          const { typeUrl, version, nonce, resources } = response;
+          this.#log.debug({ node, stream: streamId, typeUrl, version, nonce, resources: resources.length }, 'push');
+        }
+        const sink = this.#sinks.get(streamId);
+        if (sink === undefined) return;
+        this.#callbacks.onResponse?.(node, response, sink.send(response));
+        return;
+      }
+      case 'end':
+        this.#log.info({ node, stream: intent.streamId, code: intent.status.code, reason: intent.status.message }, 'ending stream');
+        this.#end(intent.streamId, intent.status);
+        return;
+      case 'nacked': {
+        const { typeUrl, version, nonce, message } = intent;
+        this.#log.warn({ node, typeUrl, version, nonce, error: message }, 'NACK');
+        const state = stateIdOf(session.actor.getSnapshot().value);
+        const record = session.story.nacked(this.#options.now(), state, { typeUrl, version, nonce, message });
+        this.#callbacks.onNack?.(node, record, () => this.#view(session));
+        return;
+      }
+    }
+  }
+
+  #generate(session: Session): void {
+    const result = this.#options.generate(session.node);
+    const at = this.#options.now();
+    session.actor.send(
+      result.ok
+        ? { type: 'snapshot.generated', at, snapshot: result.snapshot }
+        : { type: 'snapshot.failed', at, revision: this.#options.revision(), error: result.error },
+    );
+  }
+
+  /** Has the store read the log to its end, then tells the session, in slices: a storm of arrivals shares one read. */
+  #catchUp(session: Session, streamId: string): void {
+    const tell = (event: SessionEvent) => this.#tell([session], event);
+    this.#options.catchUp().then(
+      () => tell({ type: 'store.caughtUp', at: this.#options.now(), streamId }),
+      (error: unknown) => tell({ type: 'store.catchUpFailed', at: this.#options.now(), streamId, reason: error instanceof Error ? error.message : String(error) }),
+    );
+  }
+
+  #shutDown(sessions: readonly Session[], reason: string): void {
+    const event: SessionEvent = { type: 'shutdown.requested', at: this.#options.now(), reason };
+    for (const session of sessions) session.actor.send(event);
+  }
+
+  #end(streamId: string, status: EndStatus): void {
+    const sink = this.#sinks.get(streamId);
+    this.#sinks.delete(streamId);
+    sink?.end(status);
+  }
+
+  #view(session: Session): SessionView {
+    return viewOf(session.actor.getSnapshot(), this.#options.instanceId, session.story.toArray());
+  }
+
+  #remove(session: Session): void {
+    // I3: an evicted session leaves nothing behind. Only this session's own entry is removed.
+    if (this.#sessions.get(session.node) === session) this.#sessions.delete(session.node);
+  }
+}

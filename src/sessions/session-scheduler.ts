@@ -1,0 +1,69 @@
+/** ms of session work per turn of the event loop, and how many items run between looks at the clock. */
+const SLICE_MS = 8;
+const SLICE_CHECK = 16;
+
+export interface SessionSchedulerOptions {
+  /** A monotonic clock in ms for measuring slices: `performance.now` by default. */
+  readonly now?: () => number;
+  /** Runs `turn` on a later turn of the event loop: `setImmediate` by default; a test may run it by hand. */
+  readonly defer?: (turn: () => void) => void;
+  /** ms of work per turn; default 8. */
+  readonly sliceMs?: number;
+}
+
+interface Batch {
+  readonly items: readonly unknown[];
+  readonly work: (item: unknown) => void;
+  next: number;
+}
+
+/**
+ * Runs work over many sessions in slices bounded by time, one batch after another in the order
+ * they were scheduled: a store change, a watchdog tick or a storm of finished catch-ups reaching
+ * 10,000 sessions never holds the event loop for more than a slice, so pushes, ACKs and the API
+ * are served between slices (bench/README.md, ui).
+ */
+export class SessionScheduler {
+  readonly #now: () => number;
+  readonly #defer: (turn: () => void) => void;
+  readonly #sliceMs: number;
+  readonly #queue: Batch[] = [];
+  #pending = false;
+
+  constructor(options: SessionSchedulerOptions = {}) {
+    this.#now = options.now ?? (() => performance.now());
+    this.#defer = options.defer ?? ((turn) => setImmediate(turn));
+    this.#sliceMs = options.sliceMs ?? SLICE_MS;
+  }
+
+  /** Whether scheduled work is still waiting or running. */
+  get busy(): boolean {
+    return this.#queue.length > 0;
+  }
+
+  /** Runs `work` for each of `items`, starting now within this turn's slice and going on in later turns. */
+  schedule<T>(items: readonly T[], work: (item: T) => void): void {
+    if (items.length === 0) return;
+    this.#queue.push({ items, work: work as (item: unknown) => void, next: 0 });
+    if (this.#queue.length === 1 && !this.#pending) this.#run();
+  }
+
+  #run(): void {
+    this.#pending = false;
+    const end = this.#now() + this.#sliceMs;
+    let done = 0;
+    while (this.#queue.length > 0) {
+      const batch = this.#queue[0]!;
+      while (batch.next < batch.items.length) {
+        batch.work(batch.items[batch.next++]);
+        if (++done % SLICE_CHECK === 0 && this.#now() >= end) return this.#later();
+      }
+      this.#queue.shift();
+    }
+  }
+
+  #later(): void {
+    this.#pending = true;
+    this.#defer(() => this.#run());
+  }
+}

@@ -1,0 +1,56 @@
+import type { SessionEvent, SessionStateId, TransitionRecord } from '../machines/index.js';
+import { TransitionRing } from './transition-ring.js';
+
+/**
+ * A session's story: its recent transitions, oldest first, each with the facts of the event
+ * that caused it, as `GET /sessions/{node}/history` and the UI tell it.
+ */
+export class SessionStory {
+  readonly #ring: TransitionRing;
+
+  constructor(capacity: number) {
+    this.#ring = new TransitionRing(capacity);
+  }
+
+  /** Records a move between chart states, caused by `event`; returns the record. */
+  moved(at: number, event: { readonly type: string }, from: SessionStateId, to: SessionStateId): TransitionRecord {
+    const detail = detailOf(event as SessionEvent);
+    return this.#push({ at: new Date(at).toISOString(), event: event.type, from, to, ...(detail && { detail }) });
+  }
+
+  /** Records a NACK: a step of the story in which the state did not change. */
+  nacked(at: number, state: SessionStateId, detail: Readonly<Record<string, string | number>>): TransitionRecord {
+    return this.#push({ at: new Date(at).toISOString(), event: 'xds.nacked', from: state, to: state, detail });
+  }
+
+  toArray(): readonly TransitionRecord[] {
+    return this.#ring.toArray();
+  }
+
+  #push(record: TransitionRecord): TransitionRecord {
+    this.#ring.push(record);
+    return record;
+  }
+}
+
+function detailOf(event: SessionEvent): Record<string, string | number> | undefined {
+  switch (event.type) {
+    case 'stream.opened': {
+      // A reconnecting node's first request names the version it already holds.
+      const { typeUrl, versionInfo } = event.request;
+      return { stream: event.stream.id, peer: event.stream.peer, typeUrl, ...(versionInfo !== '' && { version: versionInfo }) };
+    }
+    case 'stream.closed':
+      return { stream: event.streamId, reason: event.reason };
+    case 'snapshot.generated':
+      return { revision: event.snapshot.revision, resources: event.snapshot.resourceCount };
+    case 'snapshot.failed':
+      return { revision: event.revision, code: event.error.code, message: event.error.message };
+    case 'store.catchUpFailed':
+      return { stream: event.streamId, reason: event.reason };
+    case 'shutdown.requested':
+      return { reason: event.reason };
+    default:
+      return undefined;
+  }
+}

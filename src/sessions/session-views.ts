@@ -1,0 +1,91 @@
+import { lastResponseNacked, SESSION_STATES, sessionStateOf, stateIdOf, viewOf, type SessionState, type SessionView } from '../machines/index.js';
+import { decodeAny, SHORT_NAME } from '../xds/index.js';
+import type { Session, SessionRegistry } from './session-registry.js';
+
+/** What listing and counting sessions needs of each, without its view. */
+export interface SessionSummary {
+  readonly node: string;
+  readonly state: SessionState;
+  readonly instance: string;
+}
+
+/** What a node's current stream was last sent, per short type name, resources decoded to proto3 JSON. */
+export type LastSent = Record<string, { version: string; nonce: string; resources: unknown[] }>;
+
+/**
+ * This instance's sessions as the API, the metrics and the fleet records read them: views
+ * built on demand from each actor's snapshot and story, and the cheap facts (state, NACKing)
+ * read without building a view, so a page of 100 out of 10,000 costs 100 views.
+ */
+export class SessionViews {
+  constructor(
+    readonly registry: SessionRegistry,
+    readonly instanceId: string,
+  ) {}
+
+  list(): SessionView[] {
+    return [...this.registry.sessions()].map((session) => this.#view(session));
+  }
+
+  get(node: string): SessionView | undefined {
+    const session = this.registry.session(node);
+    return session && this.#view(session);
+  }
+
+  /** Every session's node, state and instance: a page of 10,000 sessions is chosen from these. */
+  summaries(): SessionSummary[] {
+    const out: SessionSummary[] = [];
+    for (const session of this.registry.sessions()) out.push({ node: session.node, state: stateOf(session), instance: this.instanceId });
+    return out;
+  }
+
+  /** Sessions per state, every state included: what `/metrics` reports, without building views. */
+  counts(): Record<SessionState, number> {
+    const counts = Object.fromEntries(SESSION_STATES.map((state) => [state, 0])) as Record<SessionState, number>;
+    for (const session of this.registry.sessions()) counts[stateOf(session)]++;
+    return counts;
+  }
+
+  /**
+   * Epoch ms at which the longest-waiting parked request arrived: a session in
+   * `awaiting-snapshot` has waited since its stream's first request. Undefined when none waits.
+   */
+  oldestParkedSince(): number | undefined {
+    let oldest: number | undefined;
+    for (const session of this.registry.sessions()) {
+      const { phase } = session.actor.getSnapshot().context;
+      if (phase.state === 'awaiting-snapshot' && (oldest === undefined || phase.stream.openedAt < oldest)) oldest = phase.stream.openedAt;
+    }
+    return oldest;
+  }
+
+  /** Whether the node's last response of some type was NACKed (its latest nonce sent was refused). */
+  nacking(node: string): boolean {
+    const phase = this.registry.session(node)?.actor.getSnapshot().context.phase;
+    if (phase === undefined) return false;
+    if ('ledger' in phase) return phase.ledger.nacking();
+    return phase.state === 'disconnected' && lastResponseNacked(phase.types);
+  }
+
+  /** What the node's current stream was last sent, per type, decoded for reading. */
+  lastSent(node: string): LastSent | undefined {
+    const session = this.registry.session(node);
+    if (!session) return undefined;
+    const { phase } = session.actor.getSnapshot().context;
+    const out: LastSent = {};
+    if (!('ledger' in phase)) return out;
+    for (const typeUrl of phase.ledger.requestedTypes()) {
+      const sent = phase.ledger.lastSent(typeUrl);
+      if (sent) out[SHORT_NAME[typeUrl]] = { version: sent.version, nonce: sent.nonce, resources: sent.resources.map((r) => decodeAny(r.any)) };
+    }
+    return out;
+  }
+
+  #view(session: Session): SessionView {
+    return viewOf(session.actor.getSnapshot(), this.instanceId, session.story.toArray());
+  }
+}
+
+function stateOf(session: Session): SessionState {
+  return sessionStateOf(stateIdOf(session.actor.getSnapshot().value));
+}
