@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Fails the run if a test leaves a file in the repository.
+    globalSetup: ['test/global-setup.ts'],
     // Real gRPC servers, real clients and 10,000-session cycles: generous, but every test is bounded.
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -236,7 +236,9 @@ export class SessionRegistry implements SessionGateway {
         }
         const sink = this.#sinks.get(streamId);
         if (sink === undefined) return;
-        this.#callbacks.onResponse?.(node, response, sink.send(response));
+        // Sent first: `?.` would skip evaluating the arguments when no one listens.
+        const bytes = sink.send(response);
+        this.#callbacks.onResponse?.(node, response, bytes);
         return;
       }
       case 'end':

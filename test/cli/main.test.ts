@@ -1,6 +1,9 @@
 import { type AddressInfo, createServer } from 'node:net';
 import { Readable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { main } from '../../src/cli/index.js';
 import { runCli } from './cli-harness.js';
 
@@ -31,7 +34,10 @@ describe('chancery run', () => {
     let output = '';
     const running = deferred<{ xds: string; api: string }>();
     const stop = deferred<string>();
-    const exited = main(['run', '--xds-address', '127.0.0.1:0', '--api-address', '127.0.0.1:0', '--instance-id', 'cp-test'], {
+    // The default store, PGlite, in a directory of its own: a test never writes into the repository.
+    const data = mkdtempSync(path.join(tmpdir(), 'chancery-run-'));
+    onTestFinished(() => rmSync(data, { recursive: true, force: true }));
+    const exited = main(['run', '--store', `pglite:${data}`, '--xds-address', '127.0.0.1:0', '--api-address', '127.0.0.1:0', '--instance-id', 'cp-test'], {
       stdout: {
         write: (text: string) => {
           output += text;
@@ -75,7 +81,7 @@ describe('chancery run', () => {
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const { port } = taken.address() as AddressInfo;
     try {
-      const { code, stderr } = await runCli(['run', '--xds-address', '127.0.0.1:0', '--api-address', `127.0.0.1:${port}`, '--log-level', 'silent']);
+      const { code, stderr } = await runCli(['run', '--store', 'memory', '--xds-address', '127.0.0.1:0', '--api-address', `127.0.0.1:${port}`, '--log-level', 'silent']);
       expect(code).toBe(1);
       expect(stderr).toMatch(/^CHANCERY_CLI_START_FAILED: could not start: .*EADDRINUSE/);
     } finally {

@@ -2,7 +2,6 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { Client, credentials, Metadata, status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { generate } from '../../src/mesh/index.js';
 import { decodeResponse, type DecodedResponse } from '../../src/xds/decode.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 import { encodeRequest } from '../../src/xds/xds-request.js';
@@ -199,22 +198,20 @@ describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave
   it(`evicts ${NODES.toLocaleString('en')} sessions of distinct nodes after the grace and releases their snapshots`, async () => {
     v8.setFlagsFromString('--expose-gc');
     const gc = vm.runInNewContext('gc') as () => void;
-    const settleHeap = async () => {
-      // Let pending callbacks and WeakRef bookkeeping finish, then collect.
+    // Let pending callbacks and WeakRef bookkeeping finish, then collect. (What the sessions
+    // cost in heap is measured by bench/churn.bench.ts, not bounded here.)
+    const collect = async () => {
       for (let i = 0; i < 3; i++) {
         await new Promise((resolve) => setImmediate(resolve));
         gc();
       }
-      return process.memoryUsage().heapUsed;
     };
 
     const log = new MemoryEventLog();
     const h = (harness = await startHarness({ store: log }));
     const names = Array.from({ length: NODES }, (_, i) => `dp-${i}`);
-    const warmup = Array.from({ length: 500 }, (_, i) => `warm-${i}`);
-    const all = [...names, ...warmup];
-    for (let i = 0; i < all.length; i += 1_000) {
-      await Promise.all(all.slice(i, i + 1_000).map((name, j) => h.cp.apply(backendDataplane(name, 10_000 + i + j))));
+    for (let i = 0; i < names.length; i += 1_000) {
+      await Promise.all(names.slice(i, i + 1_000).map((name, j) => h.cp.apply(backendDataplane(name, 10_000 + i + j))));
     }
     const clients = [0, 1].map(() => new Client(h.xds, credentials.createInsecure()));
     const checked: DecodedResponse[] = [];
@@ -228,14 +225,6 @@ describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave
       };
       await Promise.all(Array.from({ length: CONCURRENCY }, worker));
     };
-
-    // The baseline holds what lives on after the sessions: each Dataplane's encoded resources
-    // (kept by the store for as long as it exists) and the code the first streams compiled.
-    for (const name of names) generate(`default.${name}`, h.cp.store.projection);
-    await churn(warmup);
-    h.clock.increment(10_000);
-    checked.length = 0;
-    const baseline = await settleHeap();
 
     served.every = 100;
     try {
@@ -255,9 +244,8 @@ describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave
     expect(h.cp.listSessions()).toHaveLength(0);
     // The sessions' records for the fleet's view go with the next save (every second).
     await vi.waitFor(async () => expect(await log.sessionRecords.list(60_000)).toHaveLength(0), { timeout: 5_000, interval: 100 });
-    const after = await settleHeap();
+    await collect();
+    // Nothing holds a snapshot of an evicted session (I3).
     expect(served.refs.filter((ref) => ref.deref() !== undefined)).toHaveLength(0);
-    // 10,000 disconnected sessions hold about 70 MB; evicted, they leave about 3 MB (JIT code, pools).
-    expect(after - baseline).toBeLessThan(15 * 1024 * 1024);
   }, 120_000);
 });

@@ -4,6 +4,9 @@ import { encodeRequest, type XdsRequest } from '../../src/xds/xds-request.js';
 
 const ADS_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
 
+/** How long a wait on a stream lasts before it fails naming what it waited for. */
+export const STREAM_WAIT_MS = 10_000;
+
 export interface StreamEnd {
   readonly code: number;
   readonly details: string;
@@ -17,6 +20,7 @@ export class AdsStream {
   readonly responses: DecodedResponse[] = [];
   readonly #call: ClientDuplexStream<Uint8Array, Uint8Array>;
   readonly #waiters: Array<() => void> = [];
+  readonly #listeners: Array<(response: DecodedResponse) => void> = [];
   #end: StreamEnd | undefined;
 
   constructor(readonly client: Client) {
@@ -27,7 +31,9 @@ export class AdsStream {
       new Metadata(),
     );
     this.#call.on('data', (bytes: Buffer) => {
-      this.responses.push(decodeResponse(bytes));
+      const response = decodeResponse(bytes);
+      this.responses.push(response);
+      for (const listener of this.#listeners) listener(response);
       this.#wake();
     });
     this.#call.on('error', (error: ServiceError) => {
@@ -49,6 +55,11 @@ export class AdsStream {
     return this.#end;
   }
 
+  /** Calls `listener` with every response from now on, as it arrives (before any waiter wakes). */
+  onResponse(listener: (response: DecodedResponse) => void): void {
+    this.#listeners.push(listener);
+  }
+
   send(request: Partial<XdsRequest> & { typeUrl: string }): void {
     this.#call.write(encodeRequest(request));
   }
@@ -58,24 +69,51 @@ export class AdsStream {
     this.send({ typeUrl: response.typeUrl, versionInfo: response.versionInfo, responseNonce: response.nonce, resourceNames });
   }
 
-  /** Resolves once `count` responses in total have arrived (or rejects when the stream ends first). */
-  async nextResponse(count = this.responses.length + 1): Promise<DecodedResponse> {
-    await this.until(() => this.responses.length >= count, `response #${count}`);
+  /** Resolves once `count` responses in total have arrived; rejects when the stream ends first or after `timeoutMs`. */
+  async nextResponse(count = this.responses.length + 1, timeoutMs = STREAM_WAIT_MS): Promise<DecodedResponse> {
+    await this.until(() => this.responses.length >= count, `response #${count}`, timeoutMs);
     return this.responses[count - 1]!;
   }
 
-  /** Waits for a condition re-checked on every response and at stream end. */
-  async until(condition: () => boolean, what: string): Promise<void> {
+  /**
+   * Waits for a condition re-checked on every response and at stream end; rejects when the
+   * stream ends first, or after `timeoutMs`, naming `what` it waited for.
+   */
+  async until(condition: () => boolean, what: string, timeoutMs = STREAM_WAIT_MS): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
     while (!condition()) {
       if (this.#end) throw new Error(`stream ended (${this.#end.code} ${this.#end.details}) while waiting for ${what}`);
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no ${what} within ${timeoutMs} ms (${this.responses.length} responses so far)`);
+      await this.#wait(left);
     }
   }
 
-  /** Resolves with the status once the server ends the stream. */
-  async ending(): Promise<StreamEnd> {
-    while (!this.#end) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+  /** Resolves with the status once the server ends the stream; rejects after `timeoutMs`. */
+  async ending(timeoutMs = STREAM_WAIT_MS): Promise<StreamEnd> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.#end) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`the stream did not end within ${timeoutMs} ms`);
+      await this.#wait(left);
+    }
     return this.#end;
+  }
+
+  /** Until the next response or end, or `ms`, whichever comes first. */
+  #wait(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.#waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** Cancels this stream; the connection stays for other streams on it. */
+  cancel(): void {
+    this.#call.cancel();
   }
 
   /** Half-closes and cancels the stream, and closes the client's connection. */

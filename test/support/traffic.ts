@@ -57,11 +57,18 @@ export class Traffic {
     throw new Error(`no ${what} after ${attempts} RPCs; failures: ${this.failures.slice(0, 3).join(' | ') || 'none'}`);
   }
 
-  /** Makes RPCs back to back until `stop` resolves; resolves once the last one is done. */
-  async during(stop: Promise<unknown>): Promise<void> {
+  /**
+   * Makes calls back to back until `stop` resolves; resolves once the last one is done. Fails
+   * (after the call in flight) when `stop` has not resolved within `timeoutMs`.
+   */
+  async during(stop: Promise<unknown>, timeoutMs = 120_000): Promise<void> {
     let stopped = false;
     void stop.then(() => (stopped = true));
-    while (!stopped) await this.call();
+    const deadline = Date.now() + timeoutMs;
+    while (!stopped) {
+      if (Date.now() > deadline) throw new Error(`calls went on for ${timeoutMs} ms without being told to stop (${this.completed} made)`);
+      await this.call();
+    }
   }
 }
 
