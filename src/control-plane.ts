@@ -21,7 +21,7 @@ import {
   type Stored,
   type WriteOptions,
 } from './store/index.js';
-import { combineCallbacks, SessionRegistry, SessionScheduler, SessionViews, SessionWatch, type LastSent, type SessionCallbacks } from './sessions/index.js';
+import { clientStatuses, combineCallbacks, SessionRegistry, SessionScheduler, SessionViews, SessionWatch, type LastSent, type SessionCallbacks } from './sessions/index.js';
 import { XdsServer } from './xds/index.js';
 
 /**
@@ -161,6 +161,7 @@ class ChanceryControlPlane implements ControlPlane {
       instanceId: this.instanceId,
       logger: this.#logger,
       now,
+      clientStatus: { clients: () => clientStatuses(this.#registry) },
       ...(maxConnectionAge !== 'off' && { maxConnectionAge }),
     });
   }

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Resource, ResourceKey } from '../mesh/index.js';
+import { resourceJson as messageJson, type Resource, type ResourceKey } from '../mesh/index.js';
 import { asSeq, NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
 import { deletePrecondition, etagOf, putPrecondition } from './preconditions.js';
 import { integer, onlyKnown, type Query } from './query-params.js';
@@ -67,8 +67,9 @@ function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: Reso
   });
 }
 
-function resourceJson(stored: Stored<Resource>): Resource & { readonly version: number } {
-  return { ...stored.resource, version: stored.version };
+/** A stored resource as the API answers it: the JSON mapping of its chancery.v1 message, with its version (proto/). */
+function resourceJson(stored: Stored<Resource>): Record<string, unknown> {
+  return messageJson(stored.resource, stored.version);
 }
 
 function sendResource(reply: FastifyReply, stored: Stored<Resource>): FastifyReply {

@@ -19,3 +19,4 @@ export {
 } from './resources.js';
 export { envoyBootstrap, grpcBootstrap, XDS_CLUSTER, type EnvoyBootstrapOptions, type GrpcBootstrapOptions, type XdsMode } from './bootstrap.js';
 export type { GenerationInput, Held, MeshResources } from './generation-input.js';
+export { chanceryMessageType, decodeResourceMessage, encodeResourceMessage, resourceJson, resourceMessageType } from './resource-schema.js';

@@ -3,3 +3,4 @@ export { SessionRegistry, type GenerationResult, type Session, type SessionRegis
 export { SessionScheduler, type SessionSchedulerOptions } from './session-scheduler.js';
 export { SessionViews, type LastSent, type SessionSummary } from './session-views.js';
 export { SessionWatch, type SessionListener } from './session-watch.js';
+export { clientStatuses } from './client-statuses.js';

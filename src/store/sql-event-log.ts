@@ -1,6 +1,6 @@
 import { Subject, type Observable } from 'rxjs';
 import { ChanceryError } from '../chancery-error.js';
-import { keyOf, RESOURCE_TYPES, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
+import { keyOf, RESOURCE_TYPES, resourceJson, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
 import { describeKey } from './describe-key.js';
 import { RevisionCompactedError, StoreUnavailableError } from './errors.js';
 import { ADVISORY_LOCK, EVENTS_CHANNEL, migrate } from './migrations.js';
@@ -276,7 +276,8 @@ export class SqlEventLog implements EventLog {
                 ? { seq: asSeq((seq += 1)), key, version, at, by, kind: 'upserted', resource: write.resource }
                 : { seq: asSeq((seq += 1)), key, version, at, by, kind: 'deleted' };
             lastSeqOf.set(keyIdOf(key), event.seq);
-            const body = event.kind === 'upserted' ? event.resource : null;
+            // An event's body is its resource's chancery.v1 message in the proto3 JSON mapping (proto/).
+            const body = event.kind === 'upserted' ? resourceJson(event.resource) : null;
             rows.push({ seq: event.seq, ...columnsOf(key), kind: event.kind, body, version, at, instance: by.instance, caller: by.caller ?? null });
             return event;
           });
@@ -332,7 +333,7 @@ export class SqlEventLog implements EventLog {
     this.#assertOpen(operation);
     const rows = checkpoint.resources.map(({ resource, version, seq: written, updatedAt }) => ({
       ...columnsOf(keyOf(resource)),
-      body: resource,
+      body: resourceJson(resource),
       version,
       seq: written,
       at: updatedAt,

@@ -34,6 +34,9 @@ function toBuffer(bytes: Uint8Array): Buffer {
 
 export const ADS_SERVICE = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
 
+/** Which configuration each node holds (CSDS), served beside ADS. */
+export const CSDS_SERVICE = 'envoy.service.status.v3.ClientStatusDiscoveryService';
+
 /** The per-type services: Chancery serves xDS over ADS only, and says so. */
 export const PER_TYPE_SERVICES = [
   'envoy.service.listener.v3.ListenerDiscoveryService',

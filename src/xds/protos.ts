@@ -18,6 +18,7 @@ const files = [
   'envoy/service/cluster/v3/cds.proto',
   'envoy/service/route/v3/rds.proto',
   'envoy/service/endpoint/v3/eds.proto',
+  'envoy/service/status/v3/csds.proto',
   'envoy/config/listener/v3/listener.proto',
   'envoy/config/route/v3/route.proto',
   'envoy/config/cluster/v3/cluster.proto',

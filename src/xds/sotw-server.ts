@@ -8,7 +8,8 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { ADS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from './grpc-services.js';
+import { answerClientStatus, UnsupportedNodeMatcherError, type ClientStatusSource } from './client-status.js';
+import { ADS_SERVICE, CSDS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from './grpc-services.js';
 import { ResponseEncoder } from './response-encoder.js';
 import { StreamWriter, type StreamSink } from './stream-writer.js';
 import { isTypeUrl, PUSH_ORDER, type TypeUrl } from './type-urls.js';
@@ -35,6 +36,8 @@ export interface XdsServerOptions {
   readonly maxConnectionAge?: number;
   /** In [0, 1): the jitter's source. Default `Math.random`. */
   readonly random?: () => number;
+  /** What the Client Status Discovery Service reports: the sessions' view of each node. */
+  readonly clientStatus: ClientStatusSource;
 }
 
 /** What an ended stream's client is told: reconnect, to this instance or another. */
@@ -74,6 +77,21 @@ export class XdsServer {
     this.#server.addService(serviceDefinition(ADS_SERVICE, decodeRequest), {
       StreamAggregatedResources: (call: ServerDuplexStream<XdsRequest, Uint8Array>) => this.#serve(call),
       DeltaAggregatedResources: unimplemented('Delta xDS (DeltaAggregatedResources)'),
+    } satisfies UntypedServiceImplementation);
+    this.#server.addService(serviceDefinition(CSDS_SERVICE, decodeRequest), {
+      FetchClientStatus: (call: ServerUnaryCall<Uint8Array, Uint8Array>, callback: sendUnaryData<Uint8Array>) => {
+        const answered = this.#clientStatus(call.request);
+        if ('bytes' in answered) callback(null, answered.bytes);
+        else callback(answered.refusal);
+      },
+      StreamClientStatus: (call: ServerDuplexStream<Uint8Array, Uint8Array>) => {
+        call.on('data', (request: Uint8Array) => {
+          const answered = this.#clientStatus(request);
+          if ('bytes' in answered) call.write(answered.bytes);
+          else call.emit('error', answered.refusal);
+        });
+        call.on('end', () => call.end());
+      },
     } satisfies UntypedServiceImplementation);
     for (const service of PER_TYPE_SERVICES) {
       const definition = serviceDefinition(service, decodeRequest);
@@ -175,6 +193,17 @@ export class XdsServer {
     // A status this server ends the stream with arrives here too, as `details`.
     call.on('error', (error: Error & { details?: string }) => close(`stream ended: ${error.details ?? error.message}`));
     call.on('close', () => close('stream closed'));
+  }
+
+  /** A CSDS answer, or the INVALID_ARGUMENT status for a request it cannot answer as asked. */
+  #clientStatus(request: Uint8Array): { bytes: Uint8Array } | { refusal: { code: number; details: string } } {
+    try {
+      return { bytes: answerClientStatus(request, this.#options.clientStatus) };
+    } catch (error) {
+      if (error instanceof UnsupportedNodeMatcherError) return { refusal: { code: grpcStatus.INVALID_ARGUMENT, details: error.message } };
+      // Not a protobuf ClientStatusRequest at all.
+      return { refusal: { code: grpcStatus.INVALID_ARGUMENT, details: `not a ClientStatusRequest: ${(error as Error).message.slice(0, 200)}` } };
+    }
   }
 
   /** Ends the stream once it reaches the maximum connection age, with jitter; no timer without one. */

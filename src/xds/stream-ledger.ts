@@ -20,22 +20,27 @@ export type RequestOutcome =
   | { readonly kind: 'nack'; readonly version: string; readonly nonce: string; readonly message: string }
   | { readonly kind: 'stale'; readonly nonce: string };
 
-interface Sent {
+export interface Sent {
   readonly version: string;
   readonly nonce: string;
   readonly resources: readonly EncodedResource[];
   readonly at: number;
 }
 
-interface TypeLedger {
+/** What a stream holds of one type, for reports (CSDS): the subscription, and what was sent, ACKed and NACKed. */
+export interface TypeReport {
+  readonly subscription: { readonly wildcard: boolean; readonly names: ReadonlySet<string> };
+  readonly sent?: Sent;
+  readonly acked?: { readonly version: string; readonly nonce: string; readonly at: number };
+  readonly nacked?: { readonly version: string; readonly nonce: string; readonly message: string; readonly at: number };
+}
+
+interface TypeLedger extends TypeReport {
   readonly subscription: Subscription;
   /** The version the client said it held in its first request on this stream. */
   readonly heldVersion: string;
   /** The subscription changed since the last response: the next one is owed even at an unchanged version. */
   readonly resendOwed: boolean;
-  readonly sent?: Sent;
-  readonly acked?: { readonly version: string; readonly nonce: string; readonly at: number };
-  readonly nacked?: { readonly version: string; readonly nonce: string; readonly message: string; readonly at: number };
 }
 
 /**
@@ -129,6 +134,10 @@ export class StreamLedger {
   holdsConfiguration(): boolean {
     for (const type of this.#types.values()) if (type.heldVersion !== '') return true;
     return false;
+  }
+
+  report(typeUrl: TypeUrl): TypeReport | undefined {
+    return this.#types.get(typeUrl);
   }
 
   lastSent(typeUrl: TypeUrl): Sent | undefined {

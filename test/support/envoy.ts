@@ -1,43 +1,19 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { installedTool } from './installed-tool.js';
 import { pause } from './traffic.js';
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /** How a developer gets the Envoy these tests run: the README says the same. */
 export const ENVOY_INSTALL = 'npm run envoy:install';
 
-/** Where `npm run envoy:install` puts the binary. */
-const INSTALLED = path.join(ROOT, '.cache/envoy/envoy');
-
 /**
  * The real Envoy binary: `ENVOY_BIN`, else the one `npm run envoy:install` put in .cache/envoy,
- * else `envoy` on PATH. Throws, naming the install command, when there is none: a test file
- * that needs Envoy fails rather than skips.
+ * else `envoy` on PATH. Throws, naming the install command, when there is none.
  */
 export function envoyBinary(): string {
-  const configured = process.env.ENVOY_BIN;
-  if (configured !== undefined && configured !== '') {
-    if (isExecutable(configured)) return configured;
-    throw new Error(`ENVOY_BIN=${configured} is not an executable file. Install Envoy with: ${ENVOY_INSTALL}`);
-  }
-  const onPath = (process.env.PATH ?? '').split(path.delimiter).map((dir) => path.join(dir, 'envoy'));
-  const found = [INSTALLED, ...onPath].find(isExecutable);
-  if (found !== undefined) return found;
-  throw new Error(
-    `these tests need a real Envoy and none was found (ENVOY_BIN is unset, ${INSTALLED} does not exist, no envoy on PATH). Install it with: ${ENVOY_INSTALL}`,
-  );
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
+  return installedTool({ what: 'a real Envoy', env: 'ENVOY_BIN', installed: '.cache/envoy/envoy', onPath: 'envoy', install: ENVOY_INSTALL });
 }
 
 /** One counter or gauge of Envoy's admin `/stats`. */
