@@ -3,13 +3,15 @@ import { filter, type Observable, type Subscription } from 'rxjs';
 import { SESSION_STATES, sessionStateOf, type SessionState, type TransitionRecord } from '../machines/index.js';
 import type { FollowUpKind, SessionCallbacks } from '../sessions/index.js';
 import type { Projection } from '../store/index.js';
-import { PUSH_ORDER, type TypeUrl, type XdsResponse } from '../xds/index.js';
+import { PROTOCOLS, PUSH_ORDER, type Protocol, type TypeUrl, type XdsResponse } from '../xds/index.js';
 
 /** What the metrics read from the session registry at scrape time, never per event. */
 export interface SessionCensus {
   counts(): Readonly<Record<SessionState, number>>;
   /** Epoch ms at which the longest-waiting parked request arrived; undefined when none waits. */
   oldestParkedSince(): number | undefined;
+  /** Sessions holding a stream, by the protocol it speaks. */
+  streams(): Readonly<Record<Protocol, number>>;
 }
 
 export interface ControlPlaneMetricsOptions {
@@ -84,6 +86,16 @@ export class ControlPlaneMetrics implements SessionCallbacks {
       collect() {
         const counts = options.sessions().counts();
         for (const state of SESSION_STATES) this.set({ state }, counts[state]);
+      },
+    });
+    new Gauge({
+      name: 'chancery_xds_streams',
+      help: 'Sessions holding a stream, by the xDS protocol it speaks (sotw or delta).',
+      labelNames: ['protocol'],
+      registers,
+      collect() {
+        const streams = options.sessions().streams();
+        for (const protocol of PROTOCOLS) this.set({ protocol }, streams[protocol]);
       },
     });
     new Gauge({

@@ -1,4 +1,4 @@
-import type { Snapshot, StreamLedger, TypeStatus } from '../xds/index.js';
+import type { Snapshot, Ledger, TypeStatus } from '../xds/index.js';
 import type { GenerationFailure, StreamInfo } from './session-events.js';
 
 /**
@@ -9,8 +9,8 @@ import type { GenerationFailure, StreamInfo } from './session-events.js';
  */
 export type Phase =
   | { readonly state: 'connecting' }
-  | { readonly state: 'awaiting-snapshot'; readonly stream: StreamInfo; readonly ledger: StreamLedger }
-  | { readonly state: 'serving'; readonly stream: StreamInfo; readonly ledger: StreamLedger; readonly snapshot: Snapshot }
+  | { readonly state: 'awaiting-snapshot'; readonly stream: StreamInfo; readonly ledger: Ledger }
+  | { readonly state: 'serving'; readonly stream: StreamInfo; readonly ledger: Ledger; readonly snapshot: Snapshot }
   | {
       readonly state: 'disconnected';
       readonly since: number;

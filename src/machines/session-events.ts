@@ -1,4 +1,4 @@
-import type { Snapshot, XdsResponse, EndStatus, TypeUrl, XdsRequest } from '../xds/index.js';
+import type { EndStatus, Protocol, Snapshot, StreamRequest, TypeUrl, XdsResponse } from '../xds/index.js';
 
 /** A gRPC stream as the session knows it; the call itself stays in the server. */
 export interface StreamInfo {
@@ -7,9 +7,11 @@ export interface StreamInfo {
   readonly peer: string;
   /** Epoch ms. */
   readonly openedAt: number;
+  /** How the client speaks on it: State of the World, or Delta. */
+  readonly protocol: Protocol;
 }
 
-export type TypedRequest = XdsRequest & { readonly typeUrl: TypeUrl };
+export type TypedRequest = StreamRequest & { readonly typeUrl: TypeUrl };
 
 /** Why a snapshot could not be generated; `code` is the generator error's code. */
 export interface GenerationFailure {

@@ -1,6 +1,6 @@
 import { assertEvent, assign, emit, enqueueActions, setup } from 'xstate';
 import { parseNodeId } from '../mesh/index.js';
-import { StreamLedger, type Snapshot } from '../xds/index.js';
+import { openLedger, type Snapshot } from '../xds/index.js';
 import { servedSnapshot, streamPhase, type SessionContext, type SessionInput } from './session-context.js';
 import { answerIntents, pushIntents, type Effects } from './session-effects.js';
 import type { EndStatus, SessionEvent, SessionIntent } from './session-events.js';
@@ -33,7 +33,7 @@ export const sessionSetup = setup({
   actions: {
     adoptStream: assign(({ event, context }) => {
       assertEvent(event, 'stream.opened');
-      const { ledger } = StreamLedger.open(event.stream.id).receive(event.request, event.at);
+      const { ledger } = openLedger(event.stream.protocol, event.stream.id).receive(event.request, event.at);
       return { phase: { state: 'awaiting-snapshot' as const, stream: event.stream, ledger }, attempted: context.attempted };
     }),
     supersede: enqueueActions(({ context, enqueue }) => {

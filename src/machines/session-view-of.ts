@@ -20,7 +20,7 @@ export function viewOf(
     state,
     ...(id !== state && { step: id }),
     instance,
-    ...(stream && { stream: { id: stream.id, peer: stream.peer, openedAt: new Date(stream.openedAt).toISOString() } }),
+    ...(stream && { stream: { id: stream.id, peer: stream.peer, openedAt: new Date(stream.openedAt).toISOString(), protocol: stream.protocol } }),
     ...(phase.state === 'serving' && { revision: phase.snapshot.revision }),
     ...(context.error && { error: { code: context.error.code, message: context.error.message } }),
     types,

@@ -24,7 +24,7 @@ export interface SessionView {
   /** The step of `state` the session is in, when the state has steps: `catching-up` within `awaiting-snapshot`. */
   readonly step?: SessionStateId;
   readonly instance: string;
-  readonly stream?: { readonly id: string; readonly peer: string; readonly openedAt: string };
+  readonly stream?: { readonly id: string; readonly peer: string; readonly openedAt: string; readonly protocol: 'sotw' | 'delta' };
   /** Store revision of the snapshot being served. */
   readonly revision?: number;
   /** Why no snapshot could be generated, while that is so (I1: shown, never pushed). */

@@ -32,7 +32,8 @@ function resourcesOf(typeUrl: string, report: TypeReport, openedAt: number): Cli
     ...sent.resources.map((resource): ClientResource => ({
       typeUrl,
       name: resource.name,
-      version: sent.version,
+      // Delta: each resource has its own version; SotW: the response's.
+      version: report.perResourceVersions ? resource.version : sent.version,
       any: resource.any,
       updatedAt: sent.at,
       configStatus,

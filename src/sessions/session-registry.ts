@@ -111,8 +111,9 @@ export class SessionRegistry implements SessionGateway {
     const { phase } = session.actor.getSnapshot().context;
     if ('stream' in phase && phase.stream.id === streamId) this.#callbacks.onRequest?.(node, kind, request.typeUrl);
     if (this.#log.isLevelEnabled('debug')) {
-      const { typeUrl, versionInfo: version, responseNonce: nonce } = request;
-      this.#log.debug({ node, stream: streamId, kind, typeUrl, version, nonce }, 'request');
+      const { typeUrl, responseNonce: nonce } = request;
+      const names = request.protocol === 'sotw' ? { version: request.versionInfo, resources: request.resourceNames.length } : { subscribe: request.subscribe.length, unsubscribe: request.unsubscribe.length };
+      this.#log.debug({ node, stream: streamId, kind, typeUrl, nonce, ...names }, 'request');
     }
     session.actor.send({ type: kind, at: this.#options.now(), streamId, request });
   }

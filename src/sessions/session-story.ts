@@ -36,9 +36,13 @@ export class SessionStory {
 function detailOf(event: SessionEvent): Record<string, string | number> | undefined {
   switch (event.type) {
     case 'stream.opened': {
-      // A reconnecting node's first request names the version it already holds.
-      const { typeUrl, versionInfo } = event.request;
-      return { stream: event.stream.id, peer: event.stream.peer, typeUrl, ...(versionInfo !== '' && { version: versionInfo }) };
+      // A reconnecting node's first request names what it already holds: a version (SotW), resources (Delta).
+      const { request, stream } = event;
+      const detail: Record<string, string | number> = { stream: stream.id, peer: stream.peer, protocol: stream.protocol, typeUrl: request.typeUrl };
+      if (request.protocol === 'sotw' && request.versionInfo !== '') detail['version'] = request.versionInfo;
+      const held = request.protocol === 'delta' ? Object.keys(request.initialVersions).length : 0;
+      if (held > 0) detail['holds'] = held;
+      return detail;
     }
     case 'stream.closed':
       return { stream: event.streamId, reason: event.reason };

@@ -1,5 +1,5 @@
 import { lastResponseNacked, SESSION_STATES, sessionStateOf, stateIdOf, viewOf, type SessionState, type SessionView } from '../machines/index.js';
-import { decodeAny, SHORT_NAME } from '../xds/index.js';
+import { decodeAny, PROTOCOLS, SHORT_NAME, type Protocol } from '../xds/index.js';
 import type { Session, SessionRegistry } from './session-registry.js';
 
 /** What listing and counting sessions needs of each, without its view. */
@@ -9,8 +9,11 @@ export interface SessionSummary {
   readonly instance: string;
 }
 
-/** What a node's current stream was last sent, per short type name, resources decoded to proto3 JSON. */
-export type LastSent = Record<string, { version: string; nonce: string; resources: unknown[] }>;
+/**
+ * What a node's current stream was last sent, per short type name, resources decoded to proto3
+ * JSON: SotW, the last response; Delta, everything the node holds, with each resource's version.
+ */
+export type LastSent = Record<string, { version: string; nonce: string; resources: unknown[]; versions?: Record<string, string> }>;
 
 /**
  * This instance's sessions as the API, the metrics and the fleet records read them: views
@@ -59,6 +62,16 @@ export class SessionViews {
     return oldest;
   }
 
+  /** Sessions holding a stream, by the protocol it speaks. */
+  streams(): Record<Protocol, number> {
+    const streams = Object.fromEntries(PROTOCOLS.map((protocol) => [protocol, 0])) as Record<Protocol, number>;
+    for (const session of this.registry.sessions()) {
+      const { phase } = session.actor.getSnapshot().context;
+      if ('stream' in phase) streams[phase.stream.protocol]++;
+    }
+    return streams;
+  }
+
   /** Whether the node's last response of some type was NACKed (its latest nonce sent was refused). */
   nacking(node: string): boolean {
     const phase = this.registry.session(node)?.actor.getSnapshot().context.phase;
@@ -75,8 +88,15 @@ export class SessionViews {
     const out: LastSent = {};
     if (!('ledger' in phase)) return out;
     for (const typeUrl of phase.ledger.requestedTypes()) {
-      const sent = phase.ledger.lastSent(typeUrl);
-      if (sent) out[SHORT_NAME[typeUrl]] = { version: sent.version, nonce: sent.nonce, resources: sent.resources.map((r) => decodeAny(r.any)) };
+      const report = phase.ledger.report(typeUrl);
+      const sent = report?.sent;
+      if (sent === undefined) continue;
+      out[SHORT_NAME[typeUrl]] = {
+        version: sent.version,
+        nonce: sent.nonce,
+        resources: sent.resources.map((resource) => decodeAny(resource.any)),
+        ...(report!.perResourceVersions && { versions: Object.fromEntries(sent.resources.map((resource) => [resource.name, resource.version])) }),
+      };
     }
     return out;
   }

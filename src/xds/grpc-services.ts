@@ -3,23 +3,24 @@ import { lookupService } from './protos.js';
 
 /**
  * A grpc-js service definition for an Envoy service, with serializers given by the caller:
- * Chancery decodes requests itself and writes responses as pre-encoded bytes.
+ * Chancery decodes requests itself (`decoders`, by request message name; any other request
+ * arrives as its bytes) and writes responses as pre-encoded bytes.
  */
 export function serviceDefinition(
   serviceName: string,
-  decode: (bytes: Buffer) => unknown,
+  decoders: Readonly<Record<string, (bytes: Buffer) => unknown>> = {},
 ): ServiceDefinition {
   const service = lookupService(serviceName);
   const definition: Record<string, MethodDefinition<unknown, unknown>> = {};
   for (const method of service.methodsArray) {
     method.resolve();
-    const requestType = method.resolvedRequestType;
+    const decode = decoders[method.resolvedRequestType?.name ?? ''];
     definition[method.name] = {
       path: `/${serviceName}/${method.name}`,
       requestStream: method.requestStream === true,
       responseStream: method.responseStream === true,
       requestSerialize: (value: unknown) => Buffer.from(value as Uint8Array),
-      requestDeserialize: (bytes: Buffer) => (requestType?.name === 'DiscoveryRequest' ? decode(bytes) : bytes),
+      requestDeserialize: (bytes: Buffer) => (decode === undefined ? bytes : decode(bytes)),
       responseSerialize: (value: unknown) => toBuffer(value as Uint8Array),
       responseDeserialize: (bytes: Buffer) => bytes,
       originalName: method.name,

@@ -1,5 +1,5 @@
 export { contentHash } from './content-hash.js';
-export { decodeAny, decodeResponse, type DecodedResponse } from './decode.js';
+export { decodeAny, decodeDeltaResponse, decodeResponse, type DecodedDeltaResource, type DecodedDeltaResponse, type DecodedResponse } from './decode.js';
 export { encodeCount, encodeResource, InvalidResourceError, type EncodedResource } from './encode.js';
 export { toProtoJson } from './proto-json.js';
 export { lookupType } from './protos.js';
@@ -15,9 +15,11 @@ export {
   type SnapshotParts,
   type TypeSnapshot,
 } from './snapshot.js';
-export { XdsServer, type SessionGateway, type XdsServerOptions } from './sotw-server.js';
-export { StreamLedger, type RequestOutcome, type Sent, type TypeReport, type TypeStatus, type XdsResponse } from './stream-ledger.js';
+export { XdsServer, type SessionGateway, type XdsServerOptions } from './xds-server.js';
+export { openLedger, type DeltaResponse, type Ledger, type RequestOutcome, type Sent, type SotwResponse, type TypeReport, type TypeStatus, type XdsResponse } from './ledger.js';
+export { DeltaLedger } from './delta-ledger.js';
+export { SotwLedger } from './sotw-ledger.js';
 export { UnsupportedNodeMatcherError, type ClientResource, type ClientStatus, type ClientStatusSource } from './client-status.js';
 export type { EndStatus, StreamSink } from './stream-writer.js';
 export { CLUSTER, ENDPOINT, FULL_STATE, isTypeUrl, LISTENER, messageName, PUSH_ORDER, ROUTE, SHORT_NAME, type TypeUrl } from './type-urls.js';
-export { decodeRequest, encodeRequest, type XdsRequest } from './xds-request.js';
+export { decodeDeltaRequest, decodeRequest, encodeDeltaRequest, encodeRequest, PROTOCOLS, type DeltaRequest, type Protocol, type StreamRequest, type XdsRequest } from './xds-request.js';

@@ -1,5 +1,5 @@
 import { type EncodedResource, lengthDelimited } from './encode.js';
-import type { XdsResponse } from './stream-ledger.js';
+import type { DeltaResponse, SotwResponse, XdsResponse } from './ledger.js';
 
 // DiscoveryResponse field numbers (envoy/service/discovery/v3/discovery.proto).
 const VERSION_INFO = 1;
@@ -8,27 +8,42 @@ const TYPE_URL = 4;
 const NONCE = 5;
 const CONTROL_PLANE = 6;
 
+// DeltaDiscoveryResponse and Resource field numbers (same file).
+const DELTA_SYSTEM_VERSION_INFO = 1;
+const DELTA_RESOURCES = 2;
+const DELTA_TYPE_URL = 4;
+const DELTA_NONCE = 5;
+const DELTA_REMOVED_RESOURCES = 6;
+const DELTA_CONTROL_PLANE = 7;
+const RESOURCE_VERSION = 1;
+const RESOURCE_RESOURCE = 2;
+const RESOURCE_NAME = 3;
+
 /**
- * Encodes DiscoveryResponses by hand around the resources' shared `Any` bytes, so a push
- * allocates the envelope and nonce only (I6: encode once). The resources part of a response
- * is cached per resource list, which is one shared array for every wildcard subscriber.
+ * Encodes DiscoveryResponses and DeltaDiscoveryResponses by hand around the resources' shared
+ * `Any` bytes, so a push allocates the envelope and nonce only (I6: encode once). A SotW
+ * response's resources part is cached per resource list, one shared array for every wildcard
+ * subscriber; a Delta `Resource` (name, version, the resource) is cached per resource.
  */
 export class ResponseEncoder {
   readonly #controlPlane: Buffer;
+  readonly #deltaControlPlane: Buffer;
   readonly #typeUrls = new Map<string, Buffer>();
   readonly #bodies = new WeakMap<readonly EncodedResource[], Buffer>();
+  readonly #deltaResources = new WeakMap<EncodedResource, Buffer>();
 
   /** `identifier` goes into `control_plane.identifier`, naming the instance that answered. */
   constructor(identifier: string) {
-    this.#controlPlane = lengthDelimited(CONTROL_PLANE, lengthDelimited(1, Buffer.from(identifier, 'utf8')));
+    const controlPlane = lengthDelimited(1, Buffer.from(identifier, 'utf8'));
+    this.#controlPlane = lengthDelimited(CONTROL_PLANE, controlPlane);
+    this.#deltaControlPlane = lengthDelimited(DELTA_CONTROL_PLANE, controlPlane);
   }
 
   encode(response: XdsResponse): Buffer {
-    let typeUrl = this.#typeUrls.get(response.typeUrl);
-    if (!typeUrl) {
-      typeUrl = lengthDelimited(TYPE_URL, Buffer.from(response.typeUrl, 'utf8'));
-      this.#typeUrls.set(response.typeUrl, typeUrl);
-    }
+    return response.protocol === 'sotw' ? this.#sotw(response) : this.#delta(response);
+  }
+
+  #sotw(response: SotwResponse): Buffer {
     let body = this.#bodies.get(response.resources);
     if (!body) {
       body = Buffer.concat(response.resources.map((resource) => lengthDelimited(RESOURCES, resource.any)));
@@ -37,9 +52,45 @@ export class ResponseEncoder {
     return Buffer.concat([
       lengthDelimited(VERSION_INFO, Buffer.from(response.version, 'utf8')),
       body,
-      typeUrl,
+      this.#typeUrl(TYPE_URL, response.typeUrl),
       lengthDelimited(NONCE, Buffer.from(response.nonce, 'utf8')),
       this.#controlPlane,
     ]);
+  }
+
+  #delta(response: DeltaResponse): Buffer {
+    return Buffer.concat([
+      lengthDelimited(DELTA_SYSTEM_VERSION_INFO, Buffer.from(response.version, 'utf8')),
+      ...response.resources.map((resource) => this.#deltaResource(resource)),
+      this.#typeUrl(DELTA_TYPE_URL, response.typeUrl),
+      lengthDelimited(DELTA_NONCE, Buffer.from(response.nonce, 'utf8')),
+      ...response.removed.map((name) => lengthDelimited(DELTA_REMOVED_RESOURCES, Buffer.from(name, 'utf8'))),
+      this.#deltaControlPlane,
+    ]);
+  }
+
+  #deltaResource(resource: EncodedResource): Buffer {
+    let encoded = this.#deltaResources.get(resource);
+    if (!encoded) {
+      const wrapper = Buffer.concat([
+        lengthDelimited(RESOURCE_VERSION, Buffer.from(resource.version, 'utf8')),
+        lengthDelimited(RESOURCE_RESOURCE, resource.any),
+        lengthDelimited(RESOURCE_NAME, Buffer.from(resource.name, 'utf8')),
+      ]);
+      encoded = lengthDelimited(DELTA_RESOURCES, wrapper);
+      this.#deltaResources.set(resource, encoded);
+    }
+    return encoded;
+  }
+
+  /** A type URL field, cached by field number and URL (both messages put it in field 4). */
+  #typeUrl(field: number, typeUrl: string): Buffer {
+    const key = `${field}\n${typeUrl}`;
+    let encoded = this.#typeUrls.get(key);
+    if (!encoded) {
+      encoded = lengthDelimited(field, Buffer.from(typeUrl, 'utf8'));
+      this.#typeUrls.set(key, encoded);
+    }
+    return encoded;
   }
 }

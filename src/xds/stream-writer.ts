@@ -1,6 +1,6 @@
 import { status as grpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { ResponseEncoder } from './response-encoder.js';
-import type { XdsResponse } from './stream-ledger.js';
+import type { XdsResponse } from './ledger.js';
 
 /** A gRPC status to end a stream with; the message names the node and why. */
 export interface EndStatus {

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SessionState } from '../../src/machines/session-view.js';
 import { MemoryEventLog } from '../../src/store/index.js';
 import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import { AdsStream, DeltaStream } from '../support/ads-client.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { BACKEND, envoyDataplane, sessionIn, settle } from '../xds/fixtures.js';
 
@@ -189,6 +189,21 @@ describe('GET /metrics', () => {
     expect(value(exposition, 'chancery_session_transitions_total', { from: 'awaiting-snapshot', to: 'serving' })).toBe(2);
     expect(value(exposition, 'chancery_session_transitions_total', { from: 'serving', to: 'disconnected' })).toBe(1);
     expect(value(exposition, 'chancery_snapshot_generation_seconds_count')).toBeGreaterThanOrEqual(3);
+  });
+
+  it('counts the streams of sessions by the protocol they speak', async () => {
+    await fleet();
+    const delta = DeltaStream.open(harness.xds);
+    try {
+      delta.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
+      await delta.nextResponse();
+      const { exposition } = await scrape(harness);
+      // web-1 and the parked node over SotW, backend-1 back over Delta.
+      expect(value(exposition, 'chancery_xds_streams', { protocol: 'sotw' })).toBe(2);
+      expect(value(exposition, 'chancery_xds_streams', { protocol: 'delta' })).toBe(1);
+    } finally {
+      delta.close();
+    }
   });
 
   it('reports parked requests and how long the oldest has waited', async () => {

@@ -57,7 +57,7 @@ describe('GET /sessions/{node}/history', () => {
       { event: 'stream.closed', from: 'serving', to: 'disconnected' },
     ]);
     const [opened, generated, nacked, closed] = body.transitions;
-    expect(opened?.detail).toEqual({ stream: expect.any(String), peer: expect.any(String), typeUrl: CLUSTER });
+    expect(opened?.detail).toEqual({ stream: expect.any(String), peer: expect.any(String), protocol: 'sotw', typeUrl: CLUSTER });
     expect(generated?.detail).toEqual({ revision: harness.cp.store.projection.revision, resources: expect.any(Number) });
     expect(generated?.detail?.resources).toBeGreaterThan(0);
     expect(nacked?.detail).toEqual({ typeUrl: CLUSTER, version: clusters.versionInfo, nonce: clusters.nonce, message: REJECTED });

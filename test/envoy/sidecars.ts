@@ -6,7 +6,7 @@ import { HttpClient, startHttpBackend, type HttpBackend } from '../support/http-
 import { Traffic } from '../support/traffic.js';
 
 /** The xDS variants real Envoy is tested over; every Envoy test runs once per mode. */
-export const XDS_MODES: readonly XdsMode[] = ['sotw'];
+export const XDS_MODES: readonly XdsMode[] = ['sotw', 'delta'];
 
 /** The service every backend sidecar serves and the client sidecar calls. */
 export const SERVICE = 'echo';
@@ -133,6 +133,11 @@ export class SidecarMesh {
     const sidecar: Sidecar = { name: dataplane.name, node, envoy, dataplane };
     this.sidecars.push(sidecar);
     await envoy.waitFor(`${listeners} active listener(s)`, async () => (await envoy.stat('listener_manager.total_listeners_active')) >= listeners);
+    // The stream is the protocol the bootstrap asked for, as Chancery sees it (when this
+    // instance serves it: behind a balancer, another may).
+    const answer = await fetch(`http://${this.api}/sessions/${node}`);
+    const view = (await answer.json()) as { stream?: { protocol?: string } };
+    if (answer.status === 200 && view.stream?.protocol !== this.mode) throw new Error(`${node} speaks ${view.stream?.protocol ?? 'nothing'}, not ${this.mode}`);
     return sidecar;
   }
 }

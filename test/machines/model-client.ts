@@ -1,74 +1,169 @@
 import { Client, credentials } from '@grpc/grpc-js';
-import type { DecodedResponse } from '../../src/xds/index.js';
+import type { DecodedDeltaResponse, DecodedResponse, Protocol } from '../../src/xds/index.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import { AdsStream, DeltaStream, type StreamEnd } from '../support/ads-client.js';
 
-/** The names of the EDS clusters among a CDS response's clusters: what Envoy asks EDS for. */
-function edsClusters(clusters: DecodedResponse): string[] {
-  return clusters.resources.filter((cluster) => cluster['type'] === 'EDS').map((cluster) => String(cluster['name'])).sort();
+/** One stream of the model's client, as the replay drives and checks it. */
+export interface ModelStream {
+  /** Nonces it answered (ACKed or NACKed). */
+  readonly answered: ReadonlySet<string>;
+  /** Responses that arrived on it, the barriers' answers left out. */
+  readonly count: number;
+  /** The resources each LDS and CDS response named, and each Delta response removed, for the wire checks. */
+  readonly sent: ReadonlyArray<{ readonly typeUrl: string; readonly names: readonly string[]; readonly removed: readonly string[] }>;
+  ending(): Promise<StreamEnd>;
+  /** NACKs the last response it got (of whatever type), keeping what it holds. */
+  nack(message: string): void;
+  /** ACKs the last listeners again: a request that changes nothing. */
+  ackAgain(): void;
+  /** A listener request that changes nothing: nothing is owed. */
+  requestAgain(): void;
+  /**
+   * Subscribes RDS to `name`, which no route has; once the server shows the name, it has handled
+   * every request sent on this stream before it.
+   */
+  barrier(name: string): void;
+  cancel(): void;
 }
 
-/** One stream of the client, with every nonce it answered (ACKed or NACKed). */
-export class ModelStream {
+/** One node's xDS client as Envoy behaves over ADS, in either protocol. */
+export interface ModelClient {
+  readonly protocol: Protocol;
+  readonly streams: readonly ModelStream[];
+  readonly current: ModelStream | undefined;
+  /** What it holds of a type, each resource as proto3 JSON, sorted by name. */
+  holds(typeUrl: string): readonly Record<string, unknown>[];
+  /** Forgets everything it held, as a restarted Envoy does. */
+  forget(): void;
+  /** Opens a stream naming what it holds when `holding`: on a new connection, or on the current stream's. */
+  open(holding: boolean, connection?: 'new' | 'shared'): ModelStream;
+  close(): void;
+}
+
+export function modelClient(protocol: Protocol, address: string, node: string): ModelClient {
+  return protocol === 'delta' ? new DeltaModelClient(address, node) : new SotwModelClient(address, node);
+}
+
+const EDS = (cluster: Record<string, unknown>) => cluster['type'] === 'EDS';
+const nameOf = (resource: Record<string, unknown>) => String(resource['name'] ?? resource['cluster_name']);
+
+/** What both clients share: the connections, the streams, and opening a stream. */
+abstract class Connections<TStream extends ModelStream & { readonly client: Client }> implements Pick<ModelClient, 'streams' | 'current' | 'close'> {
+  readonly streams: TStream[] = [];
+  readonly #connections = new Set<Client>();
+
+  constructor(readonly address: string) {}
+
+  get current(): TStream | undefined {
+    return this.streams.at(-1);
+  }
+
+  protected connection(kind: 'new' | 'shared'): Client {
+    const client = (kind === 'shared' ? this.current?.client : undefined) ?? new Client(this.address, credentials.createInsecure());
+    this.#connections.add(client);
+    return client;
+  }
+
+  close(): void {
+    for (const stream of this.streams) stream.cancel();
+    for (const client of this.#connections) client.close();
+  }
+}
+
+class SotwModelClient extends Connections<SotwModelStream> implements ModelClient {
+  readonly protocol = 'sotw';
+  /** The last response of each type it accepted, by type URL. */
+  readonly held = new Map<string, DecodedResponse>();
+
+  constructor(
+    address: string,
+    readonly node: string,
+  ) {
+    super(address);
+  }
+
+  holds(typeUrl: string): readonly Record<string, unknown>[] {
+    return this.held.get(typeUrl)?.resources ?? [];
+  }
+
+  forget(): void {
+    this.held.clear();
+  }
+
+  open(holding: boolean, connection: 'new' | 'shared' = 'new'): ModelStream {
+    const stream = new SotwModelStream(new AdsStream(this.connection(connection)), this);
+    this.streams.push(stream);
+    stream.open(this.node, holding);
+    return stream;
+  }
+}
+
+class SotwModelStream implements ModelStream {
   readonly answered = new Set<string>();
-  /** Nonces of the responses that arrived on it. */
-  readonly nonces: string[] = [];
+  readonly sent: Array<{ typeUrl: string; names: readonly string[]; removed: readonly string[] }> = [];
   #edsNames: readonly string[] = [];
 
   constructor(
     readonly ads: AdsStream,
-    readonly client: EnvoyLikeClient,
+    readonly owner: SotwModelClient,
   ) {
     ads.onResponse((response) => this.#receive(response));
   }
 
-  /** Sends what Envoy sends on a new stream: CDS with the node, EDS for the clusters it holds, LDS; with the versions it holds when `holding`. */
+  get client(): Client {
+    return this.ads.client;
+  }
+
+  get count(): number {
+    return this.sent.length;
+  }
+
+  ending(): Promise<StreamEnd> {
+    return this.ads.ending();
+  }
+
+  cancel(): void {
+    this.ads.cancel();
+  }
+
+  /** What Envoy sends on a new stream: CDS with the node, EDS for the clusters it holds, LDS; with the versions it holds when `holding`. */
   open(node: string, holding: boolean): void {
-    const version = (typeUrl: string) => (holding ? (this.client.held.get(typeUrl)?.versionInfo ?? '') : '');
+    const version = (typeUrl: string) => (holding ? (this.owner.held.get(typeUrl)?.versionInfo ?? '') : '');
     this.ads.send({ typeUrl: CLUSTER, nodeId: node, versionInfo: version(CLUSTER) });
-    const clusters = holding ? this.client.held.get(CLUSTER) : undefined;
-    this.#edsNames = clusters === undefined ? [] : edsClusters(clusters);
+    this.#edsNames = holding ? this.owner.holds(CLUSTER).filter(EDS).map(nameOf).sort() : [];
     if (this.#edsNames.length > 0) this.ads.send({ typeUrl: ENDPOINT, resourceNames: this.#edsNames, versionInfo: version(ENDPOINT) });
     this.ads.send({ typeUrl: LISTENER, versionInfo: version(LISTENER) });
   }
 
-  /** NACKs the last response it got on this stream (of whatever type), keeping what it holds of that type. */
   nack(message: string): void {
     const last = this.ads.responses.at(-1);
     const typeUrl = last?.typeUrl ?? CLUSTER;
     const names = typeUrl === ENDPOINT ? this.#edsNames : [];
-    const held = this.client.held.get(typeUrl);
-    this.ads.send({ typeUrl, versionInfo: held?.versionInfo ?? '', responseNonce: last?.nonce ?? '', resourceNames: [...names], errorDetail: { code: 3, message } });
+    this.ads.send({ typeUrl, versionInfo: this.owner.held.get(typeUrl)?.versionInfo ?? '', responseNonce: last?.nonce ?? '', resourceNames: [...names], errorDetail: { code: 3, message } });
   }
 
-  /** ACKs the last listeners again: a request that changes nothing. */
   ackAgain(): void {
     const last = [...this.ads.responses].reverse().find((response) => response.typeUrl === LISTENER);
     this.ads.send({ typeUrl: LISTENER, versionInfo: last?.versionInfo ?? '', responseNonce: last?.nonce ?? '' });
   }
 
-  /** A listener request with no nonce and the same (wildcard) subscription: nothing is owed. */
   requestAgain(): void {
-    this.ads.send({ typeUrl: LISTENER, versionInfo: this.client.held.get(LISTENER)?.versionInfo ?? '' });
+    this.ads.send({ typeUrl: LISTENER, versionInfo: this.owner.held.get(LISTENER)?.versionInfo ?? '' });
   }
 
-  /**
-   * Subscribes RDS to `name`, which no route has: nothing is owed, but once the server shows the
-   * name, it has handled every request sent on this stream before it.
-   */
   barrier(name: string): void {
     this.ads.send({ typeUrl: ROUTE, resourceNames: [name] });
   }
 
   /** Every response is ACKed, as Envoy does; a change of clusters changes the EDS subscription too. */
   #receive(response: DecodedResponse): void {
-    this.nonces.push(response.nonce);
-    this.client.held.set(response.typeUrl, response);
+    this.sent.push({ typeUrl: response.typeUrl, names: response.resources.map(nameOf), removed: [] });
+    this.owner.held.set(response.typeUrl, response);
     const names = response.typeUrl === ENDPOINT ? this.#edsNames : [];
     this.ads.send({ typeUrl: response.typeUrl, versionInfo: response.versionInfo, responseNonce: response.nonce, resourceNames: [...names] });
     this.answered.add(response.nonce);
     if (response.typeUrl !== CLUSTER) return;
-    const wanted = edsClusters(response);
+    const wanted = response.resources.filter(EDS).map(nameOf).sort();
     if (wanted.join('\n') === this.#edsNames.join('\n')) return;
     this.#edsNames = wanted;
     const eds = [...this.ads.responses].reverse().find((candidate) => candidate.typeUrl === ENDPOINT);
@@ -76,49 +171,117 @@ export class ModelStream {
   }
 }
 
-/**
- * One node's xDS client as Envoy behaves over ADS: it keeps the last response of each type it
- * accepted across streams, ACKs everything, and names what it holds when it reconnects.
- */
-export class EnvoyLikeClient {
-  /** The last response of each type it accepted, by type URL. */
-  readonly held = new Map<string, DecodedResponse>();
-  readonly streams: ModelStream[] = [];
-  readonly #connections = new Set<Client>();
+class DeltaModelClient extends Connections<DeltaModelStream> implements ModelClient {
+  readonly protocol = 'delta';
+  /** What it holds, by type URL, then name: each resource's version and body. */
+  readonly held = new Map<string, Map<string, { version: string; resource: Record<string, unknown> }>>();
 
   constructor(
-    readonly address: string,
+    address: string,
     readonly node: string,
-  ) {}
-
-  get current(): ModelStream | undefined {
-    return this.streams.at(-1);
+  ) {
+    super(address);
   }
 
-  /** Forgets everything it held, as a restarted Envoy does. */
+  holds(typeUrl: string): readonly Record<string, unknown>[] {
+    const byName = this.held.get(typeUrl) ?? new Map();
+    return [...byName.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, { resource }]) => resource);
+  }
+
+  /** name → version of what it holds of a type: its `initial_resource_versions`. */
+  versions(typeUrl: string): Record<string, string> {
+    return Object.fromEntries([...(this.held.get(typeUrl) ?? new Map())].map(([name, { version }]) => [name, version]));
+  }
+
   forget(): void {
     this.held.clear();
   }
 
-  /** Opens a stream: on a new connection, or on the current stream's, so two streams of the node share one. */
   open(holding: boolean, connection: 'new' | 'shared' = 'new'): ModelStream {
-    const shared = connection === 'shared' ? this.current?.ads.client : undefined;
-    const client = shared ?? new Client(this.address, credentials.createInsecure());
-    this.#connections.add(client);
-    const stream = new ModelStream(new AdsStream(client), this);
+    const stream = new DeltaModelStream(new DeltaStream(this.connection(connection)), this);
     this.streams.push(stream);
     stream.open(this.node, holding);
     return stream;
   }
+}
 
-  /** Cancels the current stream only (its connection may carry another). */
-  closeCurrent(): void {
-    this.current?.ads.cancel();
+class DeltaModelStream implements ModelStream {
+  readonly answered = new Set<string>();
+  readonly sent: Array<{ typeUrl: string; names: readonly string[]; removed: readonly string[] }> = [];
+  #edsNames: readonly string[] = [];
+
+  constructor(
+    readonly ads: DeltaStream,
+    readonly owner: DeltaModelClient,
+  ) {
+    ads.onResponse((response) => this.#receive(response));
   }
 
-  /** Closes every stream and connection. */
-  close(): void {
-    for (const stream of this.streams) stream.ads.cancel();
-    for (const client of this.#connections) client.close();
+  get client(): Client {
+    return this.ads.client;
+  }
+
+  get count(): number {
+    return this.sent.length;
+  }
+
+  ending(): Promise<StreamEnd> {
+    return this.ads.ending();
+  }
+
+  cancel(): void {
+    this.ads.cancel();
+  }
+
+  /** What Envoy sends on a new Delta stream: the legacy wildcard for CDS and LDS, EDS by name; with what it holds when `holding`. */
+  open(node: string, holding: boolean): void {
+    if (!holding) this.owner.forget();
+    const initial = (typeUrl: string) => (holding ? this.owner.versions(typeUrl) : {});
+    this.ads.send({ typeUrl: CLUSTER, nodeId: node, initialVersions: initial(CLUSTER) });
+    this.#edsNames = this.owner.holds(CLUSTER).filter(EDS).map(nameOf).sort();
+    if (this.#edsNames.length > 0) this.ads.send({ typeUrl: ENDPOINT, subscribe: [...this.#edsNames], initialVersions: initial(ENDPOINT) });
+    this.ads.send({ typeUrl: LISTENER, initialVersions: initial(LISTENER) });
+  }
+
+  nack(message: string): void {
+    const last = this.ads.responses.at(-1);
+    this.ads.send({ typeUrl: last?.typeUrl ?? CLUSTER, responseNonce: last?.nonce ?? '', errorDetail: { code: 3, message } });
+  }
+
+  ackAgain(): void {
+    const last = [...this.ads.responses].reverse().find((response) => response.typeUrl === LISTENER);
+    this.ads.send({ typeUrl: LISTENER, responseNonce: last?.nonce ?? '' });
+  }
+
+  requestAgain(): void {
+    this.ads.send({ typeUrl: LISTENER });
+  }
+
+  barrier(name: string): void {
+    this.ads.send({ typeUrl: ROUTE, subscribe: [name] });
+  }
+
+  /** Applies what came (resources set, removed dropped), ACKs it, and follows new clusters with their EDS subscriptions. */
+  #receive(response: DecodedDeltaResponse): void {
+    const { typeUrl } = response;
+    this.ads.ack(response);
+    this.answered.add(response.nonce);
+    // A barrier's answer (the route does not exist) is not part of the conversation the model checks.
+    if (typeUrl === ROUTE) return;
+    this.sent.push({ typeUrl, names: response.resources.map((resource) => resource.name), removed: response.removed });
+    const held = this.owner.held.get(typeUrl) ?? new Map();
+    for (const { name, version, resource } of response.resources) held.set(name, { version, resource });
+    for (const name of response.removed) held.delete(name);
+    this.owner.held.set(typeUrl, held);
+    if (typeUrl !== CLUSTER) return;
+    const wanted = this.owner.holds(CLUSTER).filter(EDS).map(nameOf).sort();
+    const subscribe = wanted.filter((name) => !this.#edsNames.includes(name));
+    const unsubscribe = this.#edsNames.filter((name) => !wanted.includes(name));
+    this.#edsNames = wanted;
+    if (subscribe.length === 0 && unsubscribe.length === 0) return;
+    // What it no longer asks for it drops itself, as Envoy does.
+    const endpoints = this.owner.held.get(ENDPOINT);
+    for (const name of unsubscribe) endpoints?.delete(name);
+    this.ads.send({ typeUrl: ENDPOINT, subscribe, unsubscribe });
   }
 }

@@ -5,10 +5,10 @@ import { SimulatedClock } from 'xstate';
 import { createControlPlane, type ControlPlane } from '../../src/index.js';
 import type { SessionView } from '../../src/machines/index.js';
 import { generate } from '../../src/mesh/index.js';
-import { decodeAny, type DecodedResponse, type Snapshot } from '../../src/xds/index.js';
+import { decodeAny, type Protocol, type Snapshot } from '../../src/xds/index.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 import { ScriptedLog } from '../store/scripted-log.js';
-import { EnvoyLikeClient, type ModelStream } from './model-client.js';
+import { modelClient, type ModelClient, type ModelStream } from './model-client.js';
 import type { ModelEvent, ModelPhase, ModelState } from './session-model.js';
 
 export const NODE = 'default.model';
@@ -60,10 +60,11 @@ export class ModelReplay {
     readonly log: ScriptedLog,
     readonly clock: SimulatedClock,
     readonly watchdog: Subject<void>,
-    readonly client: EnvoyLikeClient,
+    readonly client: ModelClient,
   ) {}
 
-  static async start(): Promise<ModelReplay> {
+  /** A control plane and a node that speaks `protocol`. */
+  static async start(protocol: Protocol): Promise<ModelReplay> {
     const log = new ScriptedLog();
     const clock = new SimulatedClock();
     const watchdog = new Subject<void>();
@@ -80,7 +81,7 @@ export class ModelReplay {
     });
     await cp.start();
     await cp.apply(modelDataplane(0));
-    return new ModelReplay(cp, log, clock, watchdog, new EnvoyLikeClient(cp.addresses.xds, NODE));
+    return new ModelReplay(cp, log, clock, watchdog, modelClient(protocol, cp.addresses.xds, NODE));
   }
 
   /** Carries out `event` and checks that the server rests where the model says, with the invariants holding. */
@@ -102,14 +103,14 @@ export class ModelReplay {
         // made to on the wire: test/sessions/session-registry.test.ts sends them to the registry.)
         client.open(before.holds, 'shared');
         old.nack('sent on a superseded stream');
-        expect((await old.ads.ending()).code, `${where}: the superseded stream's status`).toBe(10);
-        this.#closedAt.set(old, old.ads.responses.length);
+        expect((await old.ending()).code, `${where}: the superseded stream's status`).toBe(10);
+        this.#closedAt.set(old, old.count);
         break;
       }
       case 'close': {
         const stream = client.current!;
-        client.closeCurrent();
-        this.#closedAt.set(stream, stream.ads.responses.length);
+        stream.cancel();
+        this.#closedAt.set(stream, stream.count);
         break;
       }
       case 'ack':
@@ -147,8 +148,8 @@ export class ModelReplay {
         await cp.stop();
         this.#stopped = true;
         if (stream !== undefined && (before.phase === 'generating' || before.phase === 'store-unreadable' || before.phase === 'serving')) {
-          expect((await stream.ads.ending()).code, `${where}: the status of the stream at shutdown`).toBe(14);
-          this.#closedAt.set(stream, stream.ads.responses.length);
+          expect((await stream.ending()).code, `${where}: the status of the stream at shutdown`).toBe(14);
+          this.#closedAt.set(stream, stream.count);
         }
         break;
       }
@@ -161,7 +162,7 @@ export class ModelReplay {
       const nacked = Object.values(this.#view()?.types ?? {}).filter((type) => type.nacked !== undefined);
       expect(nacked, `${where}: a NACK from the superseded stream`).toEqual([]);
     }
-    if (event.type === 'nack' && this.client.current!.ads.responses.length > 0) {
+    if (event.type === 'nack' && this.client.current!.count > 0) {
       const nacked = Object.values(this.#view()?.types ?? {}).map((type) => type.nacked?.message);
       expect(nacked, `${where}: the NACK`).toContain('rejected by the model');
     }
@@ -190,14 +191,14 @@ export class ModelReplay {
     const stream = this.client.current;
     const streaming = !this.#stopped && stream !== undefined && !this.#closedAt.has(stream) && (phase === 'generating' || phase === 'store-unreadable' || phase === 'serving');
     for (;;) {
-      const seen = stream?.ads.responses.length ?? 0;
+      const seen = stream?.count ?? 0;
       if (streaming) await this.#barrier(where, deadline);
       await this.#until(() => {
         const view = this.#view();
         const now = this.#stopped ? 'stopped' : phaseOf(view);
         return now === phase && (phase !== 'serving' || this.#answeredAll(view!));
       }, deadline, () => `${where}: the server did not rest in ${phase} within ${SETTLE_MS} ms, with no store write or tick to help it (I2): ${this.#describe()}`);
-      if (!streaming || stream.ads.responses.length === seen) break;
+      if (!streaming || stream.count === seen) break;
     }
     if (phase === 'serving') this.#served.add(stream!);
   }
@@ -232,7 +233,7 @@ export class ModelReplay {
     const result = generate(NODE, this.cp.store.projection);
     expect(result.ok, `${where}: the store's configuration for the node`).toBe(true);
     const snapshot = (result as { snapshot: Snapshot }).snapshot;
-    const held = (typeUrl: string) => this.client.held.get(typeUrl)?.resources ?? [];
+    const held = (typeUrl: string) => this.client.holds(typeUrl);
     const wildcard = (typeUrl: typeof CLUSTER | typeof LISTENER) => snapshot.types[typeUrl].wildcard.list.map((resource) => decodeAny(resource.any));
     expect(held(CLUSTER), `${where}: the clusters the client holds`).toEqual(wildcard(CLUSTER));
     expect(held(LISTENER), `${where}: the listeners the client holds`).toEqual(wildcard(LISTENER));
@@ -241,14 +242,23 @@ export class ModelReplay {
     expect(held(ENDPOINT), `${where}: the endpoints the client holds`).toEqual(assignments);
   }
 
-  /** I1 and the stream rules, on the wire: no response before a stream was served, none after it closed, none less than the configuration. */
+  /**
+   * I1 and the stream rules, on the wire: no response before a stream was served, none after it
+   * ended, none taking away what the configuration always has (a SotW LDS/CDS response lacking
+   * it, a Delta response removing it).
+   */
   #checkWire(where: string): void {
     for (const stream of this.client.streams) {
-      const { responses } = stream.ads;
-      if (!this.#served.has(stream)) expect(responses, `${where}: a response on a stream that was never served (I1)`).toHaveLength(0);
+      const { sent } = stream;
+      if (!this.#served.has(stream)) expect(sent, `${where}: a response on a stream that was never served (I1)`).toHaveLength(0);
       const closedAt = this.#closedAt.get(stream);
-      if (closedAt !== undefined) expect(responses.length, `${where}: a response after the stream ended`).toBe(closedAt);
-      for (const response of responses) expectAlways(response, where);
+      if (closedAt !== undefined) expect(sent.length, `${where}: a response after the stream ended`).toBe(closedAt);
+      for (const response of sent) {
+        const must = ALWAYS[response.typeUrl];
+        if (must === undefined) continue;
+        if (this.client.protocol === 'sotw') expect(response.names, `${where}: a ${response.typeUrl} response without ${must} (I1)`).toContain(must);
+        expect(response.removed, `${where}: a ${response.typeUrl} response removing ${must} (I1)`).not.toContain(must);
+      }
     }
   }
 
@@ -263,10 +273,4 @@ export class ModelReplay {
     expect(sessions.length, `${where}: the sessions gauge`).toBeGreaterThan(0);
     for (const line of sessions) expect(line, `${where}: sessions counted`).toMatch(/ 0$/);
   }
-}
-
-function expectAlways(response: DecodedResponse, where: string): void {
-  const must = ALWAYS[response.typeUrl];
-  if (must === undefined) return;
-  expect(response.resources.map((resource) => resource['name']), `${where}: a ${response.typeUrl} response without ${must} (I1)`).toContain(must);
 }

@@ -53,10 +53,12 @@ describe('the model paths', () => {
   });
 });
 
-describe.each(paths.map((path) => [named(path), path] as const))('replayed: %s', (_name, path) => {
+const PROTOCOLS = ['sotw', 'delta'] as const;
+
+describe.each(PROTOCOLS.flatMap((protocol) => paths.map((path) => [protocol, named(path), path] as const)))('replayed over %s: %s', (protocol, _name, path) => {
   let replay: ModelReplay;
   beforeAll(async () => {
-    replay = await ModelReplay.start();
+    replay = await ModelReplay.start(protocol);
   });
   afterAll(() => replay.close());
 

@@ -45,8 +45,8 @@ async function registry() {
 }
 
 const NODE = 'default.backend-1';
-const stream = (id: string) => ({ id, peer: 'test', openedAt: 0 });
-const first = { typeUrl: CLUSTER, versionInfo: '', resourceNames: [], responseNonce: '', nodeId: NODE } as const;
+const stream = (id: string) => ({ id, peer: 'test', openedAt: 0, protocol: 'sotw' as const });
+const first = { protocol: 'sotw', typeUrl: CLUSTER, versionInfo: '', resourceNames: [], responseNonce: '', nodeId: NODE } as const;
 
 describe('I4: a superseded stream can no longer touch the node', () => {
   it('changes nothing with its requests, ACKs, NACKs or its end once a newer stream owns the node', async () => {
@@ -62,8 +62,8 @@ describe('I4: a superseded stream can no longer touch the node', () => {
     // The old stream's last words, as a client that has not yet heard of its end would send them.
     const nonce = older.sent[0]!.nonce;
     sessions.request(NODE, 'old', 'xds.nacked', { ...first, responseNonce: nonce, errorDetail: { code: 3, message: 'from the old stream' } });
-    sessions.request(NODE, 'old', 'xds.acked', { ...first, versionInfo: older.sent[0]!.version, responseNonce: nonce });
-    sessions.request(NODE, 'old', 'xds.requested', { typeUrl: LISTENER, versionInfo: '', resourceNames: [], responseNonce: '' });
+    sessions.request(NODE, 'old', 'xds.acked', { ...first, versionInfo: 'whatever it held', responseNonce: nonce });
+    sessions.request(NODE, 'old', 'xds.requested', { protocol: 'sotw', typeUrl: LISTENER, versionInfo: '', resourceNames: [], responseNonce: '' });
     sessions.close(NODE, 'old', 'the old stream ended');
 
     const after = views.get(NODE);

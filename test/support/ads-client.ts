@@ -1,8 +1,8 @@
 import { Client, credentials, Metadata, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
-import { decodeResponse, type DecodedResponse } from '../../src/xds/decode.js';
-import { encodeRequest, type XdsRequest } from '../../src/xds/xds-request.js';
+import { decodeDeltaResponse, decodeResponse, type DecodedDeltaResponse, type DecodedResponse } from '../../src/xds/decode.js';
+import { encodeDeltaRequest, encodeRequest, type DeltaRequest, type XdsRequest } from '../../src/xds/xds-request.js';
 
-const ADS_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
+const ADS = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
 
 /** How long a wait on a stream lasts before it fails naming what it waited for. */
 export const STREAM_WAIT_MS = 10_000;
@@ -12,26 +12,42 @@ export interface StreamEnd {
   readonly details: string;
 }
 
+/** How one ADS method is spoken: its path, how requests are written and responses read. */
+interface Dialect<TRequest, TResponse> {
+  readonly path: string;
+  encode(request: TRequest): Uint8Array;
+  decode(bytes: Uint8Array): TResponse;
+}
+
+type SotwRequest = Partial<Omit<XdsRequest, 'protocol'>> & { typeUrl: string };
+type DeltaRequestInput = Partial<Omit<DeltaRequest, 'protocol'>> & { typeUrl: string };
+
+const SOTW: Dialect<SotwRequest, DecodedResponse> = { path: `${ADS}/StreamAggregatedResources`, encode: encodeRequest, decode: decodeResponse };
+const DELTA: Dialect<DeltaRequestInput, DecodedDeltaResponse> = { path: `${ADS}/DeltaAggregatedResources`, encode: encodeDeltaRequest, decode: decodeDeltaResponse };
+
 /**
  * A scripted raw ADS client over real gRPC: it sends exactly the requests a test writes and
- * records every response, so tests can assert on the wire.
+ * records every response, so tests can assert on the wire. `AdsStream` speaks State of the
+ * World, `DeltaStream` Delta.
  */
-export class AdsStream {
-  readonly responses: DecodedResponse[] = [];
+class XdsStream<TRequest, TResponse> {
+  readonly responses: TResponse[] = [];
   readonly #call: ClientDuplexStream<Uint8Array, Uint8Array>;
+  readonly #dialect: Dialect<TRequest, TResponse>;
   readonly #waiters: Array<() => void> = [];
-  readonly #listeners: Array<(response: DecodedResponse) => void> = [];
+  readonly #listeners: Array<(response: TResponse) => void> = [];
   #end: StreamEnd | undefined;
 
-  constructor(readonly client: Client) {
+  constructor(readonly client: Client, dialect: Dialect<TRequest, TResponse>) {
+    this.#dialect = dialect;
     this.#call = client.makeBidiStreamRequest(
-      ADS_PATH,
+      dialect.path,
       (value: Uint8Array) => Buffer.from(value),
       (bytes: Buffer) => bytes,
       new Metadata(),
     );
     this.#call.on('data', (bytes: Buffer) => {
-      const response = decodeResponse(bytes);
+      const response = dialect.decode(bytes);
       this.responses.push(response);
       for (const listener of this.#listeners) listener(response);
       this.#wake();
@@ -46,31 +62,21 @@ export class AdsStream {
     });
   }
 
-  /** Opens a stream on a new client (its own HTTP/2 connection) to `address`. */
-  static open(address: string): AdsStream {
-    return new AdsStream(new Client(address, credentials.createInsecure()));
-  }
-
   get ended(): StreamEnd | undefined {
     return this.#end;
   }
 
   /** Calls `listener` with every response from now on, as it arrives (before any waiter wakes). */
-  onResponse(listener: (response: DecodedResponse) => void): void {
+  onResponse(listener: (response: TResponse) => void): void {
     this.#listeners.push(listener);
   }
 
-  send(request: Partial<XdsRequest> & { typeUrl: string }): void {
-    this.#call.write(encodeRequest(request));
-  }
-
-  /** ACKs a response: its version and nonce, with the names given (or none). */
-  ack(response: DecodedResponse, resourceNames: readonly string[] = []): void {
-    this.send({ typeUrl: response.typeUrl, versionInfo: response.versionInfo, responseNonce: response.nonce, resourceNames });
+  send(request: TRequest): void {
+    this.#call.write(this.#dialect.encode(request));
   }
 
   /** Resolves once `count` responses in total have arrived; rejects when the stream ends first or after `timeoutMs`. */
-  async nextResponse(count = this.responses.length + 1, timeoutMs = STREAM_WAIT_MS): Promise<DecodedResponse> {
+  async nextResponse(count = this.responses.length + 1, timeoutMs = STREAM_WAIT_MS): Promise<TResponse> {
     await this.until(() => this.responses.length >= count, `response #${count}`, timeoutMs);
     return this.responses[count - 1]!;
   }
@@ -124,5 +130,38 @@ export class AdsStream {
 
   #wake(): void {
     for (const waiter of this.#waiters.splice(0)) waiter();
+  }
+}
+
+/** A scripted SotW ADS stream (StreamAggregatedResources). */
+export class AdsStream extends XdsStream<SotwRequest, DecodedResponse> {
+  constructor(client: Client) {
+    super(client, SOTW);
+  }
+
+  /** Opens a stream on a new client (its own HTTP/2 connection) to `address`. */
+  static open(address: string): AdsStream {
+    return new AdsStream(new Client(address, credentials.createInsecure()));
+  }
+
+  /** ACKs a response: its version and nonce, with the names given (or none). */
+  ack(response: DecodedResponse, resourceNames: readonly string[] = []): void {
+    this.send({ typeUrl: response.typeUrl, versionInfo: response.versionInfo, responseNonce: response.nonce, resourceNames });
+  }
+}
+
+/** A scripted Delta ADS stream (DeltaAggregatedResources). */
+export class DeltaStream extends XdsStream<DeltaRequestInput, DecodedDeltaResponse> {
+  constructor(client: Client) {
+    super(client, DELTA);
+  }
+
+  static open(address: string): DeltaStream {
+    return new DeltaStream(new Client(address, credentials.createInsecure()));
+  }
+
+  /** ACKs a response by its nonce: in Delta, nothing else says what is ACKed. */
+  ack(response: DecodedDeltaResponse): void {
+    this.send({ typeUrl: response.typeUrl, responseNonce: response.nonce });
   }
 }

@@ -163,6 +163,7 @@ export function nodePage({ main, setLive }, node) {
     const facts = view && [
       ['Instance', view.instance],
       ['Stream', view.stream ? `${view.stream.id} from ${view.stream.peer}` : '–'],
+      ['Protocol', view.stream ? (view.stream.protocol === 'delta' ? 'Delta' : 'State of the World') : '–'],
       ['Opened', view.stream ? timeElement(view.stream.openedAt) : '–'],
       ['Revision', view.revision ?? '–'],
     ];
@@ -272,7 +273,8 @@ export function nodePage({ main, setLive }, node) {
           h('td', {}, outcomeBadge(status)),
           h('td', {}, subscription.wildcard ? h('em', {}, 'wildcard') : subscription.names.join(', ') || '–'),
           h('td', {}, versionCell(sent)),
-          h('td', { class: 'num' }, sent ? count(sent.resources) : '–'),
+          // Delta: a response carries only what changed; what the node holds is the count to read.
+          h('td', { class: 'num', title: status.held ? 'resources the node holds' : 'resources in the last response' }, status.held ? count(Object.keys(status.held).length) : sent ? count(sent.resources) : '–'),
           h('td', {}, versionCell(acked)),
           h('td', {}, versionCell(nacked)),
         ),

@@ -13,13 +13,16 @@ import { ADS_SERVICE, CSDS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from 
 import { ResponseEncoder } from './response-encoder.js';
 import { StreamWriter, type StreamSink } from './stream-writer.js';
 import { isTypeUrl, PUSH_ORDER, type TypeUrl } from './type-urls.js';
-import { decodeRequest, type XdsRequest } from './xds-request.js';
+import { decodeDeltaRequest, decodeRequest, type Protocol, type StreamRequest } from './xds-request.js';
 
-type TypedRequest = XdsRequest & { readonly typeUrl: TypeUrl };
+type TypedRequest = StreamRequest & { readonly typeUrl: TypeUrl };
+
+/** How each ADS method's requests are read. */
+const DECODERS = { DiscoveryRequest: decodeRequest, DeltaDiscoveryRequest: decodeDeltaRequest };
 
 /** What the server reports to; the session registry implements it. */
 export interface SessionGateway {
-  open(stream: { id: string; peer: string; openedAt: number }, sink: StreamSink, node: string, request: TypedRequest): void;
+  open(stream: { id: string; peer: string; openedAt: number; protocol: Protocol }, sink: StreamSink, node: string, request: TypedRequest): void;
   request(node: string, streamId: string, kind: 'xds.requested' | 'xds.acked' | 'xds.nacked', request: TypedRequest): void;
   close(node: string, streamId: string, reason: string): void;
 }
@@ -44,8 +47,9 @@ export interface XdsServerOptions {
 const RECONNECT = 'UNAVAILABLE';
 
 /**
- * The xDS gRPC server: ADS State-of-the-World. It translates wire messages into session
- * events and session intents into bytes, and decides nothing else. Delta and the per-type
+ * The xDS gRPC server: ADS, State of the World and Delta, and CSDS beside them. It translates
+ * wire messages into session events and session intents into bytes, and decides nothing else;
+ * one translation serves both protocols, whose differences are in the ledgers. The per-type
  * services answer UNIMPLEMENTED rather than accepting a stream they would never answer
  * (kuma#18329).
  */
@@ -69,16 +73,18 @@ export class XdsServer {
       ...(age !== undefined && { 'grpc.max_connection_age_ms': Math.round(age * 0.8), 'grpc.max_connection_age_grace_ms': Math.round(age * 0.4) }),
     });
     this.#encoder = new ResponseEncoder(options.instanceId);
-    const unimplemented = (what: string) => (call: ServerDuplexStream<unknown, unknown>) =>
-      call.emit('error', { code: grpcStatus.UNIMPLEMENTED, details: `${what} is not implemented by Chancery; use ADS StreamAggregatedResources (State of the World)` });
-    const unimplementedUnary = (what: string) => (_call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) =>
-      callback({ code: grpcStatus.UNIMPLEMENTED, details: `${what} is not implemented by Chancery; use ADS StreamAggregatedResources (State of the World)` });
+    const refusal = (what: string) => ({
+      code: grpcStatus.UNIMPLEMENTED,
+      details: `${what} is not implemented by Chancery; use ADS (StreamAggregatedResources for State of the World, DeltaAggregatedResources for Delta)`,
+    });
+    const unimplemented = (what: string) => (call: ServerDuplexStream<unknown, unknown>) => call.emit('error', refusal(what));
+    const unimplementedUnary = (what: string) => (_call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => callback(refusal(what));
 
-    this.#server.addService(serviceDefinition(ADS_SERVICE, decodeRequest), {
-      StreamAggregatedResources: (call: ServerDuplexStream<XdsRequest, Uint8Array>) => this.#serve(call),
-      DeltaAggregatedResources: unimplemented('Delta xDS (DeltaAggregatedResources)'),
+    this.#server.addService(serviceDefinition(ADS_SERVICE, DECODERS), {
+      StreamAggregatedResources: (call: ServerDuplexStream<StreamRequest, Uint8Array>) => this.#serve(call, 'sotw'),
+      DeltaAggregatedResources: (call: ServerDuplexStream<StreamRequest, Uint8Array>) => this.#serve(call, 'delta'),
     } satisfies UntypedServiceImplementation);
-    this.#server.addService(serviceDefinition(CSDS_SERVICE, decodeRequest), {
+    this.#server.addService(serviceDefinition(CSDS_SERVICE), {
       FetchClientStatus: (call: ServerUnaryCall<Uint8Array, Uint8Array>, callback: sendUnaryData<Uint8Array>) => {
         const answered = this.#clientStatus(call.request);
         if ('bytes' in answered) callback(null, answered.bytes);
@@ -94,7 +100,7 @@ export class XdsServer {
       },
     } satisfies UntypedServiceImplementation);
     for (const service of PER_TYPE_SERVICES) {
-      const definition = serviceDefinition(service, decodeRequest);
+      const definition = serviceDefinition(service);
       const implementation: UntypedServiceImplementation = {};
       for (const [method, spec] of Object.entries(definition)) {
         const what = `${service}/${method}`;
@@ -141,7 +147,7 @@ export class XdsServer {
     });
   }
 
-  #serve(call: ServerDuplexStream<XdsRequest, Uint8Array>): void {
+  #serve(call: ServerDuplexStream<StreamRequest, Uint8Array>, protocol: Protocol): void {
     const { gateway, instanceId, logger, now } = this.#options;
     const streamId = `${instanceId}/${++this.#streams}`;
     let node: string | undefined;
@@ -162,7 +168,7 @@ export class XdsServer {
       if (node !== undefined) gateway.close(node, streamId, reason);
     };
 
-    call.on('data', (request: XdsRequest) => {
+    call.on('data', (request: StreamRequest) => {
       if (!isTypeUrl(request.typeUrl)) {
         writer.end({
           code: 'INVALID_ARGUMENT',
@@ -174,12 +180,12 @@ export class XdsServer {
       if (node === undefined) {
         // xDS: only the first request on a stream is guaranteed to carry the node.
         if (request.nodeId === undefined) {
-          writer.end({ code: 'INVALID_ARGUMENT', message: 'the first DiscoveryRequest on a stream must carry node.id (<mesh>.<name>)' });
+          writer.end({ code: 'INVALID_ARGUMENT', message: `the first ${protocol === 'delta' ? 'DeltaDiscoveryRequest' : 'DiscoveryRequest'} on a stream must carry node.id (<mesh>.<name>)` });
           return close('no node id');
         }
         node = request.nodeId;
-        logger.debug({ node, stream: streamId, peer: call.getPeer(), typeUrl: typed.typeUrl }, 'stream opened');
-        gateway.open({ id: streamId, peer: call.getPeer(), openedAt: now() }, writer, node, typed);
+        logger.debug({ node, stream: streamId, peer: call.getPeer(), protocol, typeUrl: typed.typeUrl }, 'stream opened');
+        gateway.open({ id: streamId, peer: call.getPeer(), openedAt: now(), protocol }, writer, node, typed);
         return;
       }
       const kind = request.errorDetail ? 'xds.nacked' : request.responseNonce !== '' ? 'xds.acked' : 'xds.requested';

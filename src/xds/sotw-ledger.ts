@@ -1,41 +1,11 @@
-import type { EncodedResource } from './encode.js';
+import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
 import { assertSealed, type Snapshot } from './snapshot.js';
 import { selectResources } from './select-resources.js';
 import { Subscription } from './subscription.js';
 import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
-import type { XdsRequest } from './xds-request.js';
+import type { StreamRequest, XdsRequest } from './xds-request.js';
 
-/** One DiscoveryResponse to send: what the session decided, before encoding. */
-export interface XdsResponse {
-  readonly typeUrl: TypeUrl;
-  readonly version: string;
-  readonly nonce: string;
-  readonly resources: readonly EncodedResource[];
-}
-
-/** How a request relates to what was sent on the stream. */
-export type RequestOutcome =
-  | { readonly kind: 'request' }
-  | { readonly kind: 'ack'; readonly version: string; readonly nonce: string }
-  | { readonly kind: 'nack'; readonly version: string; readonly nonce: string; readonly message: string }
-  | { readonly kind: 'stale'; readonly nonce: string };
-
-export interface Sent {
-  readonly version: string;
-  readonly nonce: string;
-  readonly resources: readonly EncodedResource[];
-  readonly at: number;
-}
-
-/** What a stream holds of one type, for reports (CSDS): the subscription, and what was sent, ACKed and NACKed. */
-export interface TypeReport {
-  readonly subscription: { readonly wildcard: boolean; readonly names: ReadonlySet<string> };
-  readonly sent?: Sent;
-  readonly acked?: { readonly version: string; readonly nonce: string; readonly at: number };
-  readonly nacked?: { readonly version: string; readonly nonce: string; readonly message: string; readonly at: number };
-}
-
-interface TypeLedger extends TypeReport {
+interface TypeLedger extends Omit<TypeReport, 'perResourceVersions'> {
   readonly subscription: Subscription;
   /** The version the client said it held in its first request on this stream. */
   readonly heldVersion: string;
@@ -44,13 +14,12 @@ interface TypeLedger extends TypeReport {
 }
 
 /**
- * Per stream and per type: the subscription, and what was sent, ACKed and NACKed. It decides
- * what a SotW response must carry and whether one is owed; the session machine decides when
- * to ask. A value: `receive` and `respond` return the ledger after the step, so the chart
- * assigns it and its actions stay pure. A new stream gets a new ledger: nonces are valid only
- * within a stream (xDS).
+ * The SotW ledger: per type, the subscription (with the legacy wildcard rule) and the last
+ * response sent, ACKed and NACKed. A SotW response carries every resource the subscription
+ * selects; a value, `receive` and `respond` return the ledger after the step.
  */
-export class StreamLedger {
+export class SotwLedger implements Ledger {
+  readonly protocol = 'sotw';
   readonly #nonce: number;
   readonly #types: ReadonlyMap<TypeUrl, TypeLedger>;
 
@@ -64,12 +33,13 @@ export class StreamLedger {
   }
 
   /** The ledger of a stream, before its first request. */
-  static open(streamId: string): StreamLedger {
-    return new StreamLedger(streamId, 0, new Map());
+  static open(streamId: string): SotwLedger {
+    return new SotwLedger(streamId, 0, new Map());
   }
 
   /** Records a request: subscription change, ACK or NACK. A stale nonce still updates the subscription (envoy#10363). */
-  receive(request: XdsRequest & { readonly typeUrl: TypeUrl }, now: number): { ledger: StreamLedger; outcome: RequestOutcome } {
+  receive(stream: StreamRequest & { readonly typeUrl: TypeUrl }, now: number): { ledger: SotwLedger; outcome: RequestOutcome } {
+    const request = sotwRequest(stream);
     const known = this.#types.get(request.typeUrl);
     const before = known ?? { subscription: Subscription.none(request.typeUrl), heldVersion: request.versionInfo, resendOwed: false };
     const subscription = before.subscription.update(request.resourceNames);
@@ -91,12 +61,9 @@ export class StreamLedger {
     return { ledger: this.#with(request.typeUrl, { ...type, acked }), outcome: { kind: 'ack', version: request.versionInfo, nonce } };
   }
 
-  /**
-   * The response owed for a type from this snapshot, and the ledger with it recorded as sent;
-   * no response when none is owed. `force` re-sends an unchanged version: EDS after a CDS
-   * change, so clusters finish warming (I5).
-   */
-  respond(typeUrl: TypeUrl, snapshot: Snapshot, now: number, force = false): { ledger: StreamLedger; response?: XdsResponse } {
+  /** See `Ledger.respond`; in SotW, a resend of any name re-sends the whole response. */
+  respond(typeUrl: TypeUrl, snapshot: Snapshot, now: number, resend?: ReadonlySet<string>): { ledger: SotwLedger; response?: XdsResponse } {
+    const force = resend !== undefined && resend.size > 0;
     const type = this.#types.get(typeUrl);
     if (!type) return { ledger: this };
     // I1 at run time too: only a snapshot the generator sealed reaches the wire.
@@ -121,8 +88,8 @@ export class StreamLedger {
       }
     }
     const nonce = String(this.#nonce + 1);
-    const next = new StreamLedger(this.streamId, this.#nonce + 1, withType(this.#types, typeUrl, { ...type, sent: { version, nonce, resources, at: now }, resendOwed: false }));
-    return { ledger: next, response: { typeUrl, version, nonce, resources } };
+    const next = new SotwLedger(this.streamId, this.#nonce + 1, withType(this.#types, typeUrl, { ...type, sent: { version, nonce, resources, at: now }, resendOwed: false }));
+    return { ledger: next, response: { protocol: 'sotw', typeUrl, version, nonce, resources } };
   }
 
   /** Types the client has asked for on this stream, in push order (I5). */
@@ -137,11 +104,8 @@ export class StreamLedger {
   }
 
   report(typeUrl: TypeUrl): TypeReport | undefined {
-    return this.#types.get(typeUrl);
-  }
-
-  lastSent(typeUrl: TypeUrl): Sent | undefined {
-    return this.#types.get(typeUrl)?.sent;
+    const type = this.#types.get(typeUrl);
+    return type && { ...type, perResourceVersions: false };
   }
 
   /** Whether the last response of some type was NACKed: `status()`'s answer, without building it. */
@@ -172,8 +136,8 @@ export class StreamLedger {
     return out;
   }
 
-  #with(typeUrl: TypeUrl, type: TypeLedger): StreamLedger {
-    return new StreamLedger(this.streamId, this.#nonce, withType(this.#types, typeUrl, type));
+  #with(typeUrl: TypeUrl, type: TypeLedger): SotwLedger {
+    return new SotwLedger(this.streamId, this.#nonce, withType(this.#types, typeUrl, type));
   }
 }
 
@@ -183,11 +147,7 @@ function withType(types: ReadonlyMap<TypeUrl, TypeLedger>, typeUrl: TypeUrl, typ
   return next;
 }
 
-/** A type's status on a stream, as the API shows it. */
-export interface TypeStatus {
-  readonly typeUrl: string;
-  readonly subscription: { readonly wildcard: boolean; readonly names: readonly string[] };
-  readonly sent?: { readonly version: string; readonly nonce: string; readonly resources: number; readonly at: string };
-  readonly acked?: { readonly version: string; readonly nonce: string; readonly at: string };
-  readonly nacked?: { readonly version: string; readonly nonce: string; readonly message: string; readonly at: string };
+function sotwRequest(request: StreamRequest & { readonly typeUrl: TypeUrl }): XdsRequest & { readonly typeUrl: TypeUrl } {
+  if (request.protocol !== 'sotw') throw new Error(`a ${request.protocol} request reached a SotW ledger`);
+  return request;
 }

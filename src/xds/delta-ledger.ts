@@ -1,0 +1,256 @@
+import type { EncodedResource } from './encode.js';
+import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
+import { assertSealed, type Snapshot, type TypeSnapshot } from './snapshot.js';
+import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
+import type { DeltaRequest, StreamRequest } from './xds-request.js';
+
+const WILDCARD = '*';
+
+/** What the node holds of one resource: its version, and the resource once this stream knows it. */
+interface Held {
+  readonly version: string;
+  readonly resource?: EncodedResource;
+}
+
+interface DeltaType {
+  /** Subscribed to `*`, explicitly or by the legacy rule. */
+  readonly wildcard: boolean;
+  /** The wildcard came from the legacy rule (a first request with both lists empty): any name subscribed ends it. */
+  readonly legacy: boolean;
+  /** Names subscribed explicitly, `*` excluded. */
+  readonly names: ReadonlySet<string>;
+  /** What the node holds, by name: from `initial_resource_versions`, then from what was sent and removed. */
+  readonly held: ReadonlyMap<string, Held>;
+  /** Names to send even if the node holds them at the current version: just subscribed, or unsubscribed while `*` covers them. */
+  readonly owed: ReadonlySet<string>;
+  /** `*` was just subscribed: everything it covers is sent, held or not (go-control-plane#1450). */
+  readonly owedAll: boolean;
+  /** Subscribed names the node was told do not exist (`removed_resources`), until they appear or are subscribed again. */
+  readonly absent: ReadonlySet<string>;
+  /** A response of the type was sent on this stream: the first wildcard request is answered even when nothing exists. */
+  readonly answered: boolean;
+  readonly sent?: { readonly version: string; readonly nonce: string; readonly resources: number; readonly at: number };
+  readonly acked?: { readonly version: string; readonly nonce: string; readonly at: number };
+  readonly nacked?: { readonly version: string; readonly nonce: string; readonly message: string; readonly at: number };
+}
+
+/**
+ * The Delta ledger (incremental xDS): per type, what the client subscribed to and what it
+ * holds, resource by resource, so a response carries only what changed for this node and
+ * removes only what it holds or asked for (reference/delta-xds.md, rules 1–8). Versions are the
+ * resources' content hashes (I6), so what a node names in `initial_resource_versions` is
+ * compared with what any instance generates. A value, as the SotW ledger.
+ */
+export class DeltaLedger implements Ledger {
+  readonly protocol = 'delta';
+  readonly #nonce: number;
+  readonly #types: ReadonlyMap<TypeUrl, DeltaType>;
+
+  private constructor(
+    readonly streamId: string,
+    nonce: number,
+    types: ReadonlyMap<TypeUrl, DeltaType>,
+  ) {
+    this.#nonce = nonce;
+    this.#types = types;
+  }
+
+  static open(streamId: string): DeltaLedger {
+    return new DeltaLedger(streamId, 0, new Map());
+  }
+
+  receive(stream: StreamRequest & { readonly typeUrl: TypeUrl }, now: number): { ledger: DeltaLedger; outcome: RequestOutcome } {
+    const request = deltaRequest(stream);
+    const { typeUrl } = request;
+    const type = subscribed(this.#types.get(typeUrl), request);
+    // Rule 1: the nonce only matches an ACK or NACK to a response; a request is never dropped for it.
+    const { sent } = type;
+    const nonce = request.responseNonce;
+    if (nonce === '' || sent === undefined || nonce !== sent.nonce) return { ledger: this.#with(typeUrl, type), outcome: { kind: 'request' } };
+    if (request.errorDetail) {
+      // Rule 2: a NACK is `error_detail`, nothing else. The refused resources stay recorded as
+      // sent, so they are not sent again until they change (no NACK loop).
+      const { message } = request.errorDetail;
+      const nacked = { version: sent.version, nonce, message, at: now };
+      return { ledger: this.#with(typeUrl, { ...type, nacked }), outcome: { kind: 'nack', version: sent.version, nonce, message } };
+    }
+    const acked = { version: sent.version, nonce, at: now };
+    return { ledger: this.#with(typeUrl, { ...type, acked }), outcome: { kind: 'ack', version: sent.version, nonce } };
+  }
+
+  respond(typeUrl: TypeUrl, snapshot: Snapshot, now: number, resend?: ReadonlySet<string>): { ledger: DeltaLedger; response?: XdsResponse } {
+    const type = this.#types.get(typeUrl);
+    if (type === undefined) return { ledger: this };
+    // I1 at run time too: only a snapshot the generator sealed reaches the wire.
+    assertSealed(snapshot);
+    const available = snapshot.types[typeUrl];
+    const wanted = wantedOf(type, available);
+    const held = new Map(type.held);
+    const resources: EncodedResource[] = [];
+    for (const [name, resource] of wanted) {
+      const version = held.get(name)?.version;
+      if (version !== resource.version || type.owedAll || type.owed.has(name) || resend?.has(name)) resources.push(resource);
+      else held.set(name, { version, resource });
+    }
+    const removed: string[] = [];
+    const absent = new Set(type.absent);
+    for (const name of type.held.keys()) {
+      // Rule 7: the node drops only what it is told to; a name it holds that it no longer gets is removed.
+      if (wanted.has(name) || !(type.wildcard || type.names.has(name) || type.owed.has(name))) continue;
+      removed.push(name);
+      if (type.names.has(name)) absent.add(name);
+    }
+    for (const name of type.names) {
+      // Rule 8: a name asked for that does not exist is said so at once, and stays subscribed.
+      if (!wanted.has(name) && !type.held.has(name) && !absent.has(name)) {
+        removed.push(name);
+        absent.add(name);
+      }
+    }
+    for (const name of wanted.keys()) absent.delete(name);
+    const first = !type.answered && type.wildcard;
+    if (resources.length === 0 && removed.length === 0 && !first) {
+      // Nothing owed; what the node holds at the current version is now known by its bytes.
+      return { ledger: this.#with(typeUrl, { ...type, held, owed: new Set(), owedAll: false, absent }) };
+    }
+    for (const resource of resources) held.set(resource.name, { version: resource.version, resource });
+    for (const name of removed) held.delete(name);
+    const nonce = String(this.#nonce + 1);
+    const sorted = [...resources].sort(byName);
+    const next: DeltaType = {
+      ...type,
+      held,
+      owed: new Set(),
+      owedAll: false,
+      absent,
+      answered: true,
+      sent: { version: available.version, nonce, resources: sorted.length, at: now },
+    };
+    const types = new Map(this.#types).set(typeUrl, next);
+    return {
+      ledger: new DeltaLedger(this.streamId, this.#nonce + 1, types),
+      response: { protocol: 'delta', typeUrl, version: available.version, nonce, resources: sorted, removed: removed.sort() },
+    };
+  }
+
+  requestedTypes(): readonly TypeUrl[] {
+    return PUSH_ORDER.filter((typeUrl) => this.#types.has(typeUrl));
+  }
+
+  holdsConfiguration(): boolean {
+    for (const type of this.#types.values()) if (type.held.size > 0) return true;
+    return false;
+  }
+
+  nacking(): boolean {
+    for (const type of this.#types.values()) if (type.sent !== undefined && type.nacked?.nonce === type.sent.nonce) return true;
+    return false;
+  }
+
+  status(): Record<string, TypeStatus> {
+    const out: Record<string, TypeStatus> = {};
+    const iso = (at: number) => new Date(at).toISOString();
+    for (const [typeUrl, type] of this.#types) {
+      out[SHORT_NAME[typeUrl]] = {
+        typeUrl,
+        subscription: { wildcard: type.wildcard, names: [...type.names].sort() },
+        ...(type.sent && { sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources, at: iso(type.sent.at) } }),
+        ...(type.acked && { acked: { version: type.acked.version, nonce: type.acked.nonce, at: iso(type.acked.at) } }),
+        ...(type.nacked && { nacked: { version: type.nacked.version, nonce: type.nacked.nonce, message: type.nacked.message, at: iso(type.nacked.at) } }),
+        held: Object.fromEntries([...type.held].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, { version }]) => [name, version])),
+      };
+    }
+    return out;
+  }
+
+  report(typeUrl: TypeUrl): TypeReport | undefined {
+    const type = this.#types.get(typeUrl);
+    if (type === undefined) return undefined;
+    const resources = [...type.held.values()].flatMap(({ resource }) => (resource === undefined ? [] : [resource])).sort(byName);
+    return {
+      subscription: { wildcard: type.wildcard, names: type.names },
+      ...(type.sent && { sent: { version: type.sent.version, nonce: type.sent.nonce, resources, at: type.sent.at } }),
+      ...(type.acked && { acked: type.acked }),
+      ...(type.nacked && { nacked: type.nacked }),
+      perResourceVersions: true,
+    };
+  }
+
+  #with(typeUrl: TypeUrl, type: DeltaType): DeltaLedger {
+    return new DeltaLedger(this.streamId, this.#nonce, new Map(this.#types).set(typeUrl, type));
+  }
+}
+
+/** A type's subscription after a request (rules 3–6). */
+function subscribed(known: DeltaType | undefined, request: DeltaRequest): DeltaType {
+  const first = known === undefined;
+  const { subscribe, unsubscribe } = request;
+  const wildcardType = FULL_STATE.has(request.typeUrl as TypeUrl);
+  // Rule 6: what the client holds from an earlier stream comes with its first request of the type.
+  const held = first ? new Map(Object.entries(request.initialVersions).map(([name, version]) => [name, { version }] as const)) : new Map(known.held);
+  let wildcard = known?.wildcard ?? false;
+  // Rule 5: a first request with both lists empty is the legacy wildcard, for the types that have one.
+  let legacy = first ? wildcardType && subscribe.length === 0 && unsubscribe.length === 0 : known.legacy;
+  if (first && legacy) wildcard = true;
+  const names = new Set(known?.names);
+  const owed = new Set(known?.owed);
+  let owedAll = known?.owedAll ?? false;
+  const absent = new Set(known?.absent);
+  for (const name of subscribe) {
+    if (name === WILDCARD) {
+      wildcard = wildcardType;
+      // On a new stream, `*` names what the node wants: what it holds at the current version stays (rule 6).
+      owedAll = wildcardType && !first;
+      legacy = false;
+      continue;
+    }
+    // Rule 3: a name subscribed is sent even if the server thinks the client has it, unless
+    // the client says itself, as a new stream begins, at which version it holds it (rule 6).
+    names.add(name);
+    if (!(first && name in request.initialVersions)) owed.add(name);
+    absent.delete(name);
+    // Once a name is subscribed, the legacy wildcard is gone for good. What only it covered the
+    // client no longer asks for: as with an unsubscribe, it drops it itself, no answer owed.
+    if (legacy) {
+      legacy = false;
+      wildcard = false;
+      for (const heldName of [...held.keys()]) if (heldName !== name && !names.has(heldName)) held.delete(heldName);
+    }
+  }
+  for (const name of unsubscribe) {
+    if (name === WILDCARD) {
+      wildcard = false;
+      legacy = false;
+      continue;
+    }
+    // Rule 4: unsubscribing needs no answer, unless `*` still covers the name: then it is sent or removed.
+    names.delete(name);
+    absent.delete(name);
+    if (wildcard) owed.add(name);
+    else {
+      owed.delete(name);
+      held.delete(name);
+    }
+  }
+  return { ...(known ?? { answered: false }), wildcard, legacy, names, held, owed, owedAll, absent };
+}
+
+/** The resources the subscription asks for that exist now, by name. */
+function wantedOf(type: DeltaType, available: TypeSnapshot): Map<string, EncodedResource> {
+  const wanted = new Map<string, EncodedResource>();
+  if (type.wildcard) for (const resource of available.wildcard.list) wanted.set(resource.name, resource);
+  for (const name of type.names) {
+    const found = available.get(name);
+    if (found !== undefined) wanted.set(name, found);
+  }
+  return wanted;
+}
+
+function byName(a: EncodedResource, b: EncodedResource): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+function deltaRequest(request: StreamRequest & { readonly typeUrl: TypeUrl }): DeltaRequest & { readonly typeUrl: TypeUrl } {
+  if (request.protocol !== 'delta') throw new Error(`a ${request.protocol} request reached a Delta ledger`);
+  return request;
+}

@@ -1,0 +1,125 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openEventLog, type EventLog } from '../../src/store/index.js';
+import type { DecodedDeltaResponse } from '../../src/xds/decode.js';
+import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import { DeltaStream } from '../support/ads-client.js';
+import { startFleetInstance, type FleetInstance } from '../support/fleet-instance.js';
+import { backendDataplane } from '../support/harness.js';
+import { startTestPostgres, type TestPostgres } from '../store/test-postgres.js';
+import { envoyDataplane } from '../xds/fixtures.js';
+
+/**
+ * A Delta node moving between instances (a failover, a drain, a maximum connection age): two
+ * instances on one real Postgres. What it names in `initial_resource_versions` is compared with
+ * what the other instance generates, whose versions are the same content hashes (I6).
+ */
+
+const NODE = 'default.web-1';
+let postgres: TestPostgres;
+const cleanups: Array<() => unknown> = [];
+
+beforeAll(async () => {
+  postgres = await startTestPostgres();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+afterAll(async () => {
+  await postgres?.stop();
+});
+
+/** An instance on its own connection to the database, as a separate process would have. */
+async function instance(url: string, id: string): Promise<FleetInstance> {
+  const log: EventLog = await openEventLog(url, { instance: id });
+  const started = await startFleetInstance(log, id);
+  cleanups.push(async () => {
+    await started.cp.stop();
+    await log.close();
+  });
+  return started;
+}
+
+function open(address: string): DeltaStream {
+  const stream = DeltaStream.open(address);
+  cleanups.push(() => stream.close());
+  return stream;
+}
+
+/** Every response up to the answer of a barrier request (a route nobody has), ACKing each. */
+async function settle(stream: DeltaStream, barrier: string): Promise<DecodedDeltaResponse[]> {
+  const from = stream.responses.length;
+  stream.send({ typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', subscribe: [barrier] });
+  await stream.until(() => stream.responses.slice(from).some((r) => r.removed.includes(barrier)), `the answer to ${barrier}`);
+  const all = stream.responses.slice(from);
+  for (const response of all) stream.ack(response);
+  return all.slice(0, all.findIndex((r) => r.removed.includes(barrier)));
+}
+
+describe('a Delta node that moves from instance A to instance B', () => {
+  it('is sent by B only what differs from what it holds, and loses nothing that exists', async () => {
+    const url = await postgres.newDatabase();
+    const a = await instance(url, 'instance-a');
+    const b = await instance(url, 'instance-b');
+    await a.cp.apply(backendDataplane('backend-1', 10001));
+    await a.cp.apply(envoyDataplane('web-1'));
+
+    // Served by A, as Envoy subscribes: wildcard CDS, EDS of its cluster, wildcard LDS.
+    const first = open(a.cp.addresses.xds);
+    first.send({ typeUrl: CLUSTER, nodeId: NODE });
+    first.send({ typeUrl: ENDPOINT, subscribe: ['backend'] });
+    first.send({ typeUrl: LISTENER });
+    const fromA = await settle(first, 'on-a');
+    const held = new Map<string, Record<string, string>>();
+    for (const response of fromA) {
+      const versions = held.get(response.typeUrl) ?? {};
+      for (const resource of response.resources) versions[resource.name] = resource.version;
+      held.set(response.typeUrl, versions);
+    }
+    expect(Object.keys(held.get(CLUSTER)!).sort()).toEqual(['backend', 'localhost:9002']);
+    expect(Object.keys(held.get(ENDPOINT)!)).toEqual(['backend']);
+    first.close();
+
+    // B has read the same log: the node comes back holding everything at the current versions.
+    await b.cp.store.refresh();
+    const second = open(b.cp.addresses.xds);
+    second.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: held.get(CLUSTER)! });
+    second.send({ typeUrl: ENDPOINT, subscribe: ['backend'], initialVersions: held.get(ENDPOINT)! });
+    second.send({ typeUrl: LISTENER, initialVersions: held.get(LISTENER)! });
+    const fromB = await settle(second, 'on-b');
+    // The first wildcard requests are answered, with nothing: the node holds it all.
+    expect(fromB.map((r) => [r.typeUrl, r.resources.map((x) => x.name), r.removed])).toEqual([
+      [CLUSTER, [], []],
+      [LISTENER, [], []],
+    ]);
+    expect(fromB.every((r) => r.controlPlane === 'instance-b')).toBe(true);
+    expect(b.cp.session(NODE)?.types['CDS']?.held).toEqual(held.get(CLUSTER));
+
+    // A change written on A reaches the node through B, as what changed only.
+    await a.cp.apply(backendDataplane('backend-2', 10003));
+    await b.cp.store.refresh();
+    const changed = await settle(second, 'after-change');
+    expect(changed.map((r) => [r.typeUrl, r.resources.map((x) => x.name), r.removed])).toEqual([[ENDPOINT, ['backend'], []]]);
+  });
+
+  it('is sent what changed while it moved, and told what is gone, never less than what exists', async () => {
+    const url = await postgres.newDatabase();
+    const a = await instance(url, 'instance-a');
+    const b = await instance(url, 'instance-b');
+    await a.cp.apply(backendDataplane('backend-1', 10001));
+    await a.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+    const first = open(a.cp.addresses.xds);
+    first.send({ typeUrl: CLUSTER, nodeId: NODE });
+    const clusters = (await settle(first, 'on-a')).find((r) => r.typeUrl === CLUSTER)!;
+    first.close();
+    // While it moves, its Dataplane loses an outbound and its app port moves.
+    await a.cp.apply(envoyDataplane('web-1', { inbound: [{ port: 10002, servicePort: 9005, service: 'web' }] }));
+
+    const second = open(b.cp.addresses.xds);
+    second.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: Object.fromEntries(clusters.resources.map((r) => [r.name, r.version])) });
+    const [back] = (await settle(second, 'on-b')).filter((r) => r.typeUrl === CLUSTER);
+    // B read the log to its end before answering (the node holds configuration): it is current.
+    expect(back!.resources.map((r) => r.name)).toEqual(['localhost:9005']);
+    expect(back!.removed).toEqual(['localhost:9002', 'payments']);
+    expect(b.cp.session(NODE)?.types['CDS']?.held).toEqual({ backend: clusters.resources.find((r) => r.name === 'backend')!.version, 'localhost:9005': back!.resources[0]!.version });
+  });
+});

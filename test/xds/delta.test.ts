@@ -1,0 +1,236 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { DecodedDeltaResponse } from '../../src/xds/decode.js';
+import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import { DeltaStream } from '../support/ads-client.js';
+import { backendDataplane, clientDataplane, startHarness, type Harness } from '../support/harness.js';
+import { BACKEND, envoyDataplane } from './fixtures.js';
+
+/**
+ * Delta xDS (DeltaAggregatedResources), rule by rule (reference/delta-xds.md), and the Delta
+ * bugs other control planes shipped, each with a scripted client over real gRPC.
+ */
+
+const NODE = 'default.web-1';
+const CLUSTERS = ['backend', 'localhost:9002'];
+
+let harness: Harness;
+let stream: DeltaStream;
+
+beforeEach(async () => {
+  harness = await startHarness();
+  await harness.cp.apply(BACKEND);
+  await harness.cp.apply(envoyDataplane('web-1'));
+  stream = DeltaStream.open(harness.xds);
+});
+
+afterEach(async () => {
+  stream.close();
+  await harness.stop();
+});
+
+const names = (response: DecodedDeltaResponse) => response.resources.map((resource) => resource.name);
+
+/**
+ * Resolves with every response sent in answer to what was sent before: a request that needs an
+ * answer (a name nobody serves, subscribed on RDS) is sent after, and everything that arrives
+ * before its answer is returned. Requests on a stream are handled in order.
+ */
+async function answersBefore(barrier: string): Promise<DecodedDeltaResponse[]> {
+  const from = stream.responses.length;
+  stream.send({ typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', subscribe: [barrier] });
+  await stream.until(() => stream.responses.slice(from).some((r) => r.removed.includes(barrier)), `the answer to barrier ${barrier}`);
+  const all = stream.responses.slice(from);
+  return all.slice(0, all.findIndex((r) => r.removed.includes(barrier)));
+}
+
+async function connectClusters(): Promise<DecodedDeltaResponse> {
+  stream.send({ typeUrl: CLUSTER, nodeId: NODE });
+  const clusters = await stream.nextResponse();
+  stream.ack(clusters);
+  return clusters;
+}
+
+describe('Delta xDS, rule by rule', () => {
+  it('answers a first request with both lists empty as the legacy wildcard: every cluster, each with its version, and a nonce', async () => {
+    const clusters = await connectClusters();
+    expect(clusters.typeUrl).toBe(CLUSTER);
+    expect(names(clusters)).toEqual(CLUSTERS);
+    expect(clusters.nonce).not.toBe('');
+    expect(clusters.removed).toEqual([]);
+    for (const resource of clusters.resources) expect(resource.version).toMatch(/^[\w-]{16}$/);
+    expect(clusters.controlPlane).toBe('test');
+    // ACKed, nothing is owed: nothing more comes.
+    expect(await answersBefore('after-ack')).toEqual([]);
+    const view = harness.cp.session(NODE)!;
+    expect(view.stream?.protocol).toBe('delta');
+    expect(view.types['CDS']?.acked?.nonce).toBe(clusters.nonce);
+    expect(view.types['CDS']?.held).toEqual(Object.fromEntries(clusters.resources.map((r) => [r.name, r.version])));
+  });
+
+  it('answers an explicit * the same way', async () => {
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE, subscribe: ['*'] });
+    expect(names(await stream.nextResponse())).toEqual(CLUSTERS);
+  });
+
+  it('answers the first wildcard request even when nothing of the type exists yet (go-control-plane PR#473)', async () => {
+    await harness.cp.apply(clientDataplane('client'));
+    stream.send({ typeUrl: LISTENER, nodeId: 'default.client' });
+    const listeners = await stream.nextResponse();
+    expect(listeners.resources).toEqual([]);
+    expect(listeners.removed).toEqual([]);
+    expect(listeners.nonce).not.toBe('');
+  });
+
+  it('sends a name subscribed again though the server thinks the client has it (go-control-plane#1450)', async () => {
+    await connectClusters();
+    stream.send({ typeUrl: ENDPOINT, subscribe: ['backend'] });
+    const first = await stream.nextResponse();
+    stream.ack(first);
+    stream.send({ typeUrl: ENDPOINT, subscribe: ['backend'] });
+    const again = await stream.nextResponse();
+    expect(names(again)).toEqual(['backend']);
+    expect(again.resources[0]?.version).toBe(first.resources[0]?.version);
+  });
+
+  it('answers nothing to an unsubscribe alone, and sends the name again when it is subscribed again (go-control-plane#583, istio#54563)', async () => {
+    await connectClusters();
+    stream.send({ typeUrl: ENDPOINT, subscribe: ['backend'] });
+    stream.ack(await stream.nextResponse());
+    stream.send({ typeUrl: ENDPOINT, unsubscribe: ['backend'] });
+    expect(await answersBefore('after-unsubscribe')).toEqual([]);
+    expect(harness.cp.session(NODE)?.types['EDS']?.held).toEqual({});
+    stream.send({ typeUrl: ENDPOINT, subscribe: ['backend'] });
+    expect(names(await stream.nextResponse())).toEqual(['backend']);
+  });
+
+  it('says at once that a name does not exist, keeps the subscription, and sends it when it appears (go-control-plane PR#488)', async () => {
+    await connectClusters();
+    stream.send({ typeUrl: ENDPOINT, subscribe: ['payments'] });
+    const missing = await stream.nextResponse();
+    expect(missing.resources).toEqual([]);
+    expect(missing.removed).toEqual(['payments']);
+    stream.ack(missing);
+    await harness.cp.apply(backendDataplane('ledger-1', 10005, 'payments'));
+    const appeared = await stream.nextResponse();
+    expect(appeared.typeUrl).toBe(ENDPOINT);
+    expect(names(appeared)).toEqual(['payments']);
+    expect(appeared.removed).toEqual([]);
+  });
+
+  it('honours a subscription change that comes with a stale nonce (envoy#16659)', async () => {
+    await connectClusters();
+    stream.send({ typeUrl: ENDPOINT, subscribe: ['backend'], responseNonce: 'a-nonce-never-sent' });
+    expect(names(await stream.nextResponse())).toEqual(['backend']);
+  });
+
+  it('tells an ACK from a NACK by error_detail alone, and does not send the refused version again', async () => {
+    const clusters = await connectClusters();
+    stream.send({ typeUrl: ENDPOINT, subscribe: ['backend'] });
+    const endpoints = await stream.nextResponse();
+    stream.send({ typeUrl: ENDPOINT, responseNonce: endpoints.nonce, errorDetail: { code: 3, message: 'rejected by the test' } });
+    await answersBefore('after-nack');
+    const view = harness.cp.session(NODE)!;
+    expect(view.types['EDS']?.nacked).toMatchObject({ nonce: endpoints.nonce, message: 'rejected by the test' });
+    expect(view.types['CDS']?.acked?.nonce).toBe(clusters.nonce);
+    harness.watchdog.next();
+    await harness.cp.apply(backendDataplane('other-1', 10007, 'other'));
+    expect((await answersBefore('after-change')).filter((r) => r.typeUrl === ENDPOINT)).toEqual([]);
+  });
+
+  it('answers an unsubscribe from a name * still covers by sending it again', async () => {
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE, subscribe: ['*', 'backend'] });
+    const clusters = await stream.nextResponse();
+    // A response never carries one name twice, though both * and the name select it.
+    expect(names(clusters)).toEqual(CLUSTERS);
+    stream.ack(clusters);
+    stream.send({ typeUrl: CLUSTER, unsubscribe: ['backend'] });
+    const still = await stream.nextResponse();
+    expect(names(still)).toEqual(['backend']);
+    expect(still.removed).toEqual([]);
+  });
+
+  it('ends the legacy wildcard once a name is subscribed: after that, only named clusters come', async () => {
+    await connectClusters();
+    stream.send({ typeUrl: CLUSTER, subscribe: ['backend'] });
+    const named = await stream.nextResponse();
+    expect(names(named)).toEqual(['backend']);
+    // The client stopped asking for localhost:9002 itself, as by an unsubscribe: nothing to remove.
+    expect(named.removed).toEqual([]);
+    expect(harness.cp.session(NODE)?.types['CDS']?.held).toEqual({ backend: named.resources[0]!.version });
+    stream.ack(named);
+    await harness.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+    const after = await answersBefore('after-new-cluster');
+    expect(after.filter((r) => r.typeUrl === CLUSTER)).toEqual([]);
+  });
+
+  it('pushes a change as CDS, then EDS, then LDS, each with only what changed, and removes only what the node holds', async () => {
+    await connectClusters();
+    stream.send({ typeUrl: ENDPOINT, subscribe: ['backend', 'payments'] });
+    const endpoints = await stream.nextResponse();
+    expect(endpoints.removed).toEqual(['payments']);
+    stream.ack(endpoints);
+    stream.send({ typeUrl: LISTENER });
+    const listeners = await stream.nextResponse();
+    stream.ack(listeners);
+
+    await harness.cp.apply(backendDataplane('ledger-1', 10005, 'payments'));
+    await harness.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+    const pushed = await answersBefore('after-change');
+    // The first write made payments' endpoints exist; the second added its cluster and listener.
+    const order = pushed.map((r) => [r.typeUrl, names(r), r.removed]);
+    expect(order).toEqual([
+      [ENDPOINT, ['payments'], []],
+      [CLUSTER, ['payments'], []],
+      [ENDPOINT, ['payments'], []],
+      [LISTENER, ['outbound:127.0.0.1:20002'], []],
+    ]);
+    for (const response of pushed) stream.ack(response);
+
+    await harness.cp.apply(envoyDataplane('web-1'));
+    const undone = await answersBefore('after-undo');
+    expect(undone.map((r) => [r.typeUrl, names(r), r.removed])).toEqual([
+      [CLUSTER, [], ['payments']],
+      [LISTENER, [], ['outbound:127.0.0.1:20002']],
+    ]);
+  });
+});
+
+describe('a Delta client that comes back holding resources (initial_resource_versions)', () => {
+  it('is sent only what differs, told what vanished, and keeps its wildcard (hashicorp/consul#12174, kmesh#415)', async () => {
+    const clusters = await connectClusters();
+    const held = Object.fromEntries(clusters.resources.map((r) => [r.name, r.version]));
+    stream.close();
+    await harness.cp.apply(envoyDataplane('web-1', { inbound: [{ port: 10002, servicePort: 9003, service: 'web' }] }));
+
+    stream = DeltaStream.open(harness.xds);
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: { ...held, ghost: 'an-old-version' } });
+    const back = await stream.nextResponse();
+    // backend is held at its current version: not sent. The app port moved: a new local cluster,
+    // and the old one and the ghost are removed.
+    expect(names(back)).toEqual(['localhost:9003']);
+    expect(back.removed).toEqual(['ghost', 'localhost:9002']);
+    stream.ack(back);
+    // Still the wildcard: a cluster added later arrives.
+    await harness.cp.apply(envoyDataplane('web-1', { inbound: [{ port: 10002, servicePort: 9003, service: 'web' }], outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+    const later = (await answersBefore('after-add')).filter((r) => r.typeUrl === CLUSTER);
+    expect(later.map(names)).toEqual([['payments']]);
+    const story = harness.cp.session(NODE)!.transitions;
+    expect(story.some((t) => t.event === 'store.caughtUp')).toBe(true);
+  });
+
+  it('never hears of a removal for a name it never held or asked for', async () => {
+    await connectClusters();
+    stream.send({ typeUrl: LISTENER });
+    stream.ack(await stream.nextResponse());
+    for (const outbound of [[{ port: 20003, service: 'a' }], [], [{ port: 20004, service: 'b' }], []]) {
+      await harness.cp.apply(envoyDataplane('web-1', { outbound }));
+    }
+    const all = await answersBefore('after-churn');
+    const held = new Set<string>([...CLUSTERS, 'inbound:127.0.0.1:10002', 'outbound:127.0.0.1:20001']);
+    for (const response of all) {
+      for (const name of response.removed) expect(held.has(name), `${name} removed but never held`).toBe(true);
+      for (const name of response.removed) held.delete(name);
+      for (const resource of response.resources) held.add(resource.name);
+    }
+  });
+});
