@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Observable } from 'rxjs';
 import type { ActorOptions, AnyStateMachine } from 'xstate';
+import type { TlsFilePaths } from './identity/index.js';
 import type { InspectOptions } from './inspector/index.js';
 import type { EventLog, Retention } from './store/index.js';
 
@@ -10,6 +11,21 @@ export interface ControlPlaneOptions {
   readonly xdsAddress?: string;
   /** `host:port` for the HTTP API; `false` for none. Default `127.0.0.1:5681`. */
   readonly apiAddress?: string | false;
+  /**
+   * Serve xDS over TLS with these files (mutual TLS with `clientCa`). Required for proxyless
+   * gRPC service accounts, whose clients send their JWTs only over TLS. Default plaintext.
+   */
+  readonly xdsTls?: TlsFilePaths;
+  /** Serve the API over HTTPS with these files (mutual TLS with `clientCa`). Default plain HTTP. */
+  readonly apiTls?: TlsFilePaths;
+  /** ms between reads of the TLS files: a changed certificate is served without a restart. Default 1000. */
+  readonly tlsReloadInterval?: number;
+  /**
+   * `token`: every API route but `/healthz`, `/readyz`, `/metrics` and the UI's files needs an API
+   * token (`Authorization: Bearer …`) whose role allows the call. Default `none` when the API
+   * listens on loopback, `token` otherwise.
+   */
+  readonly apiAuth?: 'none' | 'token';
   /**
    * `memory`, `pglite:<dir>` (embedded Postgres in-process), `postgres://…`, or an EventLog of
    * your own (yours to close). Default `pglite:./.chancery/data`.

@@ -4,6 +4,16 @@ import { ControlPlaneMetrics, createApiServer, sessionsOf, type ApiServer } from
 import type { ControlPlaneOptions } from './control-plane-options.js';
 import { DEFAULTS } from './defaults.js';
 import { InvalidResourceInputError } from './errors.js';
+import { isLoopback } from './host-port.js';
+import {
+  authenticateApiCaller,
+  credentialsChanged,
+  RefusalLog,
+  StreamAuthenticator,
+  TlsFiles,
+  type RefusalSummary,
+  type TlsFilePaths,
+} from './identity/index.js';
 import { fleetSessions, recordedSessions, type FleetSession, SessionRecorder } from './fleet/index.js';
 import { connectInspector, type SessionInspector } from './inspector/index.js';
 import type { SessionView } from './machines/index.js';
@@ -22,7 +32,7 @@ import {
   type WriteOptions,
 } from './store/index.js';
 import { clientStatuses, combineCallbacks, SessionRegistry, SessionScheduler, SessionViews, SessionWatch, type LastSent, type SessionCallbacks } from './sessions/index.js';
-import { XdsServer } from './xds/index.js';
+import { grpcServerCredentials, XdsServer } from './xds/index.js';
 
 /**
  * A running Chancery: the xDS server, its sessions, the store and (optionally) the HTTP API.
@@ -60,6 +70,8 @@ export interface ControlPlane {
   session(node: string): SessionView | undefined;
   /** What `node`'s current stream was last sent, per type, decoded. */
   lastSent(node: string): LastSent | undefined;
+  /** The xDS streams this instance refused for their credentials: how many, and the last few. */
+  refusals(): RefusalSummary;
   readonly store: ResourceStore;
   /** Prometheus metrics (`GET /metrics`); `metrics.registry` can be merged into an embedder's own. */
   readonly metrics: ControlPlaneMetrics;
@@ -92,6 +104,8 @@ interface Running {
   readonly api?: ApiServer;
   readonly subscriptions: readonly Subscription[];
   readonly recorder?: SessionRecorder;
+  /** The TLS files being followed, to stop following on stop. */
+  readonly tls: readonly TlsFiles[];
 }
 
 class ChanceryControlPlane implements ControlPlane {
@@ -107,6 +121,8 @@ class ChanceryControlPlane implements ControlPlane {
   readonly #watch: SessionWatch;
   readonly #xds: XdsServer;
   readonly metrics: ControlPlaneMetrics;
+  readonly #refusals = new RefusalLog();
+  #xdsTls: TlsFiles | undefined;
   #inspector: SessionInspector | undefined;
   #running: Running | undefined;
 
@@ -163,6 +179,12 @@ class ChanceryControlPlane implements ControlPlane {
       now,
       clientStatus: { clients: () => clientStatuses(this.#registry) },
       ...(maxConnectionAge !== 'off' && { maxConnectionAge }),
+      admission: new StreamAuthenticator({ store: { get: (key) => this.store.get(key) }, now, audienceHosts: () => this.#xdsTls?.names ?? [] }),
+      onRefused: (refused) => {
+        this.#refusals.record(refused);
+        metrics.refused(refused);
+      },
+      clock: options.clock ?? SYSTEM_CLOCK,
     });
   }
 
@@ -186,21 +208,32 @@ class ChanceryControlPlane implements ControlPlane {
       onCompacted: ({ previous, horizon }) =>
         this.#logger.info({ previous, horizon, retention: describeRetention(this.#retention) }, 'event log compacted'),
     });
-    this.#running = { log, store, subscriptions: [] };
+    this.#running = { log, store, subscriptions: [], tls: [] };
     await store.start();
+    let admitted = store.projection;
     const subscriptions = [
+      // Before the sessions hear of a change: a stream it no longer admits ends before anything more is sent on it.
+      store.projections.subscribe((projection) => {
+        if (credentialsChanged(admitted, projection)) this.#xds.recheck();
+        admitted = projection;
+      }),
       store.projections.subscribe((projection) => registry.advance(projection.revision)),
       this.metrics.followChangeFeed(store.projections, store.projection.revision),
       (options.watchdog ?? interval(options.refreshInterval ?? DEFAULTS.refreshInterval)).subscribe(() => registry.tick()),
     ];
-    this.#running = { log, store, subscriptions };
+    const tls = [options.xdsTls, options.apiTls].map((paths) => paths && this.#tlsFiles(paths));
+    const [xdsTls, apiTls] = tls;
+    this.#xdsTls = xdsTls;
+    this.#running = { log, store, subscriptions, tls: tls.filter((files) => files !== undefined) };
     if (options.inspect) {
       // Loaded only when asked for: the inspector brings a WebSocket client and serializers.
       this.#inspector = await connectInspector(options.inspect, this.instanceId);
     }
-    this.addresses.xds = await this.#xds.listen(options.xdsAddress ?? DEFAULTS.xdsAddress);
+    this.addresses.xds = await this.#xds.listen(options.xdsAddress ?? DEFAULTS.xdsAddress, xdsTls && grpcServerCredentials(xdsTls));
     const apiAddress = options.apiAddress ?? DEFAULTS.apiAddress;
     if (apiAddress !== false) {
+      const colon = apiAddress.lastIndexOf(':');
+      const apiAuth = options.apiAuth ?? (isLoopback(apiAddress.slice(0, colon)) ? 'none' : 'token');
       const api = createApiServer(
         {
           instanceId: this.instanceId,
@@ -211,18 +244,45 @@ class ChanceryControlPlane implements ControlPlane {
           xdsAddress: () => this.addresses.xds,
           evictionGrace: this.#evictionGrace,
           metrics: this.metrics,
+          now: this.#now,
+          refusals: () => this.refusals(),
         },
-        { logger: this.#logger },
+        {
+          logger: this.#logger,
+          ...(apiTls && { tls: apiTls }),
+          access:
+            apiAuth === 'none'
+              ? { mode: 'none' }
+              : {
+                  mode: 'token',
+                  authenticate: (authorization) => authenticateApiCaller(store, authorization, this.#now()),
+                  onDenied: (status) => this.metrics.apiDenied(status),
+                },
+        },
       );
-      this.#running = { log, store, subscriptions, api };
-      const colon = apiAddress.lastIndexOf(':');
+      this.#running = { ...this.#running, api };
       this.addresses.api = await api.listen(apiAddress.slice(0, colon), Number(apiAddress.slice(colon + 1)));
     }
     await this.#startRecording();
     this.#logger.info(
-      { xds: this.addresses.xds, api: this.addresses.api ?? 'off', store: describeSpec(spec), keeps: describeRetention(this.#retention) },
+      {
+        xds: this.addresses.xds,
+        xdsTls: xdsTls !== undefined,
+        api: this.addresses.api ?? 'off',
+        apiTls: apiTls !== undefined,
+        store: describeSpec(spec),
+        keeps: describeRetention(this.#retention),
+      },
       'chancery started',
     );
+  }
+
+  #tlsFiles(paths: TlsFilePaths): TlsFiles {
+    return new TlsFiles(paths, { logger: this.#logger, reloadInterval: this.#options.tlsReloadInterval ?? DEFAULTS.tlsReloadInterval });
+  }
+
+  refusals(): RefusalSummary {
+    return this.#refusals.summary();
   }
 
   /** Joins the fleet: saves this instance's sessions now and every `recordInterval`. */
@@ -287,6 +347,7 @@ class ChanceryControlPlane implements ControlPlane {
     this.#running = undefined;
     if (running) {
       for (const subscription of running.subscriptions) subscription.unsubscribe();
+      for (const files of running.tls) files.stop();
       // Its nodes are going elsewhere; other instances need not wait for its records to expire.
       await running.recorder
         ?.leave()

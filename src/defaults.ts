@@ -13,4 +13,5 @@ export const DEFAULTS = {
   instanceTtl: 15_000,
   maxConnectionAge: 'off',
   drainPeriod: 5_000,
+  tlsReloadInterval: 1_000,
 } as const;

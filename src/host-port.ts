@@ -35,3 +35,9 @@ export function dialable({ host, port }: HostPort): HostPort {
 export function formatHostPort({ host, port }: HostPort): string {
   return `${host}:${port}`;
 }
+
+/** Whether a host is this machine only: `localhost`, 127.0.0.0/8 or `::1` (brackets or not). */
+export function isLoopback(host: string): boolean {
+  const bare = bareHost(host).toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}

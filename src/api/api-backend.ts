@@ -1,6 +1,7 @@
 import type { SessionView } from '../machines/index.js';
 import type { SessionSummary, SessionViews, SessionWatch } from '../sessions/index.js';
 import type { FleetSession } from '../fleet/index.js';
+import type { RefusalSummary } from '../identity/index.js';
 import type { InstanceRecord, ResourceStore } from '../store/index.js';
 
 /** What the HTTP API needs of a running control plane; `createControlPlane` provides it. */
@@ -40,6 +41,10 @@ export interface ApiBackend {
   ready(): boolean;
   /** Prometheus text for `GET /metrics`; without it the route is not served. */
   readonly metrics?: MetricsSource;
+  /** Epoch ms: when issued tokens start and expire. */
+  now(): number;
+  /** The xDS streams this instance refused (`GET /sessions` shows them). */
+  refusals(): RefusalSummary;
 }
 
 /** What `GET /metrics` serves: `ControlPlaneMetrics` implements it. */

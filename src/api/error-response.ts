@@ -1,5 +1,6 @@
 import { ChanceryError } from '../chancery-error.js';
 import type { ValidationIssue } from '../mesh/index.js';
+import type { InvalidIdentityRequestError, InvalidTokenLifetimeError } from '../identity/index.js';
 import type {
   FutureRevisionError,
   MeshNotFoundError,
@@ -18,7 +19,9 @@ type HandledError =
   | MeshNotFoundError
   | RevisionCompactedError
   | FutureRevisionError
-  | StoreUnavailableError;
+  | StoreUnavailableError
+  | InvalidTokenLifetimeError
+  | InvalidIdentityRequestError;
 export type ApiErrorCode = HandledError['code'];
 
 /**
@@ -39,6 +42,8 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_API_INVALID_QUERY: 400,
   CHANCERY_API_SESSION_NOT_FOUND: 404,
   CHANCERY_API_ROUTE_NOT_FOUND: 404,
+  CHANCERY_API_UNAUTHENTICATED: 401,
+  CHANCERY_API_FORBIDDEN: 403,
   CHANCERY_API_BODY_TOO_LARGE: 413,
   CHANCERY_API_UNSUPPORTED_MEDIA_TYPE: 415,
   CHANCERY_API_INTERNAL: 500,
@@ -48,6 +53,8 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_STORE_REVISION_COMPACTED: 410,
   CHANCERY_STORE_FUTURE_REVISION: 400,
   CHANCERY_STORE_UNAVAILABLE: 503,
+  CHANCERY_IDENTITY_INVALID_TTL: 400,
+  CHANCERY_IDENTITY_INVALID_REQUEST: 400,
 };
 
 /** The field an error names when the error itself carries none. */

@@ -105,6 +105,25 @@ export class RouteNotFoundError extends ChanceryError {
   }
 }
 
+/** The request carries no valid API token (the API authenticates callers: `--api-auth token`). */
+export class UnauthenticatedError extends ChanceryError {
+  readonly code = 'CHANCERY_API_UNAUTHENTICATED';
+  constructor(reason: string) {
+    super(reason);
+  }
+}
+
+/** The caller's role does not allow the call; nothing was changed. */
+export class ForbiddenError extends ChanceryError {
+  readonly code = 'CHANCERY_API_FORBIDDEN';
+  constructor(
+    readonly caller: { readonly name: string; readonly role: string },
+    reason: string,
+  ) {
+    super(`${caller.role} "${caller.name}" may not do this: ${reason}`);
+  }
+}
+
 /** Something failed that the API has no better answer for; the cause is logged, not sent. */
 export class InternalError extends ChanceryError {
   readonly code = 'CHANCERY_API_INTERNAL';
@@ -124,4 +143,6 @@ export type ApiError =
   | InvalidQueryError
   | SessionNotFoundError
   | RouteNotFoundError
+  | UnauthenticatedError
+  | ForbiddenError
   | InternalError;

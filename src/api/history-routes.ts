@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Resource, ResourceKey, ResourceType } from '../mesh/index.js';
+import type { ApiToken, Configuration, Resource, ResourceKey, ResourceType, ServiceAccountKey, SigningKey } from '../mesh/index.js';
 import { asSeq, type Author, NotFoundError, type ResourceEvent, type ResourceStore, type Seq } from '../store/index.js';
 import { integer, onlyKnown, type Query } from './query-params.js';
 
@@ -17,9 +17,12 @@ export interface EventJson {
   /** The resource's version after the event. */
   readonly version: number;
   readonly by: Author;
-  /** The resource as written; only on `upserted`. */
-  readonly resource?: Resource;
+  /** The resource as written, without secrets (a key's private half, a token's hash); only on `upserted`. */
+  readonly resource?: ShownResource;
 }
+
+/** A resource as the API shows it: secrets left out. */
+export type ShownResource = Configuration | ServiceAccountKey | Omit<SigningKey, 'privateKey'> | Omit<ApiToken, 'secretHash'>;
 
 /** A page of events; `next` is the `after` that reads the following page. */
 export interface EventsPage {
@@ -81,5 +84,18 @@ function pageOf(events: readonly ResourceEvent[], after: Seq): EventsPage {
 function eventJson(event: ResourceEvent): EventJson {
   const { seq, at, kind, key, version, by } = event;
   const json = { seq, at, kind, type: key.type, mesh: key.mesh, name: key.name, version, by };
-  return event.kind === 'upserted' ? { ...json, resource: event.resource } : json;
+  return event.kind === 'upserted' ? { ...json, resource: withoutSecrets(event.resource) } : json;
+}
+
+/** What of a resource the API may show: a signing key without its private half, an API token without its hash. */
+function withoutSecrets(resource: Resource): ShownResource {
+  if (resource.type === 'SigningKey') {
+    const { privateKey: _secret, ...shown } = resource;
+    return shown;
+  }
+  if (resource.type === 'ApiToken') {
+    const { secretHash: _secret, ...shown } = resource;
+    return shown;
+  }
+  return resource;
 }

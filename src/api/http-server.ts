@@ -1,6 +1,9 @@
+import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { Logger } from 'pino';
+import type { TlsFiles } from '../identity/index.js';
+import { registerAccess, type ApiAccess } from './access.js';
 import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { registerBootstrapRoutes } from './bootstrap-routes.js';
@@ -8,6 +11,7 @@ import { errorResponse } from './error-response.js';
 import { RouteNotFoundError } from './errors.js';
 import { registerFleetRoutes } from './fleet-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
+import { registerIdentityRoutes } from './identity-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
 import { registerResourceRoutes } from './resource-routes.js';
 import { registerSessionHistoryRoutes } from './session-history-routes.js';
@@ -22,6 +26,10 @@ export interface ApiServerOptions {
   readonly logger: Logger;
   /** Bytes; larger bodies are refused with 413 `CHANCERY_API_BODY_TOO_LARGE`. */
   readonly bodyLimit?: number;
+  /** Whether callers must present an API token; default: not. */
+  readonly access?: ApiAccess;
+  /** HTTPS with these files, followed as they change; default plain HTTP. */
+  readonly tls?: TlsFiles;
 }
 
 export interface ApiServer {
@@ -43,9 +51,11 @@ export interface ApiServer {
 export function createApiServer(backend: ApiBackend, options: ApiServerOptions): ApiServer {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const logger: FastifyBaseLogger = options.logger;
+  const { tls } = options;
   const app = fastify({
     loggerInstance: logger,
     bodyLimit,
+    ...(tls && { https: secureContextOf(tls) }),
     // A line per request is noise at `info`; writes and failures are logged by the handlers.
     logController: new LogController({ disableRequestLogging: !options.logger.isLevelEnabled('debug') }),
   });
@@ -54,12 +64,19 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
     const { status, body, unexpected } = errorResponse(error, { bodyLimit });
     if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'request failed');
     else if (status >= 500) request.log.warn({ code: body.code, reason: body.reason }, 'request failed');
+    else if (status === 401 || status === 403) request.log.warn({ code: body.code, reason: body.reason, method: request.method, url: request.url, ip: request.ip }, 'request refused');
+    if (status === 401) reply.header('www-authenticate', 'Bearer realm="chancery"');
     return reply.code(status).send(body);
   });
   app.setNotFoundHandler(async (request) => {
     throw new RouteNotFoundError(request.method, request.url);
   });
   registerBodyParsers(app);
+  registerAccess(app, options.access ?? { mode: 'none' });
+  if (tls) {
+    const unsubscribe = tls.onChange(() => (app.server as HttpsServer).setSecureContext(secureContextOf(tls)));
+    app.addHook('onClose', async () => unsubscribe());
+  }
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) =>
@@ -69,6 +86,7 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   );
   registerResourceRoutes(app, backend.store);
   registerHistoryRoutes(app, backend.store);
+  registerIdentityRoutes(app, backend);
   registerBootstrapRoutes(app, backend);
   registerSessionRoutes(app, backend);
   registerFleetRoutes(app, backend);
@@ -86,4 +104,10 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
     },
     close: () => app.close(),
   };
+}
+
+/** The HTTPS server's certificate, key and (for mutual TLS) the CA client certificates must chain to. */
+function secureContextOf(tls: TlsFiles) {
+  const { cert, key, clientCa } = tls.material;
+  return { cert, key, ...(clientCa && { ca: clientCa, requestCert: true, rejectUnauthorized: true }) };
 }

@@ -3,7 +3,7 @@ import { filter, type Observable, type Subscription } from 'rxjs';
 import { SESSION_STATES, sessionStateOf, type SessionState, type TransitionRecord } from '../machines/index.js';
 import type { FollowUpKind, SessionCallbacks } from '../sessions/index.js';
 import type { Projection } from '../store/index.js';
-import { PROTOCOLS, PUSH_ORDER, type Protocol, type TypeUrl, type XdsResponse } from '../xds/index.js';
+import { PROTOCOLS, PUSH_ORDER, REFUSAL_REASONS, type Protocol, type Refusal, type TypeUrl, type XdsResponse } from '../xds/index.js';
 
 /** What the metrics read from the session registry at scrape time, never per event. */
 export interface SessionCensus {
@@ -70,6 +70,8 @@ export class ControlPlaneMetrics implements SessionCallbacks {
   readonly #responseBytes: PerType<Histogram.Internal<'type_url'>>;
   readonly #generation: Histogram;
   readonly #changeFeedLag: Histogram;
+  readonly #refusals: Counter<'reason'>;
+  readonly #apiDenials: Counter<'status'>;
 
   constructor(options: ControlPlaneMetricsOptions) {
     this.#now = options.now;
@@ -152,6 +154,20 @@ export class ControlPlaneMetrics implements SessionCallbacks {
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
     });
+    this.#refusals = new Counter({
+      name: 'chancery_xds_stream_refusals_total',
+      help: 'xDS streams refused, or ended, for who they claimed to be, by reason (token-missing, token-expired, wrong-node, …).',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of REFUSAL_REASONS) this.#refusals.inc({ reason }, 0);
+    this.#apiDenials = new Counter({
+      name: 'chancery_api_denied_total',
+      help: 'HTTP API requests refused for their credentials: 401 (no valid token) or 403 (the role may not).',
+      labelNames: ['status'],
+      registers,
+    });
+    for (const status of ['401', '403']) this.#apiDenials.inc({ status }, 0);
     this.#changeFeedLag = new Histogram({
       name: 'chancery_change_feed_lag_seconds',
       help: "Time from a store event's write to this instance applying it to its projection.",
@@ -182,6 +198,16 @@ export class ControlPlaneMetrics implements SessionCallbacks {
     this.#pushes[typeUrl].inc();
     this.#pushBytes[typeUrl].inc(bytes);
     this.#responseBytes[typeUrl].observe(bytes);
+  }
+
+  /** An xDS stream was refused (DESIGN §10). */
+  refused({ reason }: Refusal): void {
+    this.#refusals.inc({ reason });
+  }
+
+  /** An API request was refused with 401 or 403. */
+  apiDenied(status: 401 | 403): void {
+    this.#apiDenials.inc({ status: String(status) });
   }
 
   /** One snapshot generation took `seconds`. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { resourceJson as messageJson, type Resource, type ResourceKey } from '../mesh/index.js';
 import { asSeq, NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
+import { authorOf } from './access.js';
 import { deletePrecondition, etagOf, putPrecondition } from './preconditions.js';
 import { integer, onlyKnown, type Query } from './query-params.js';
 import { resourceFromBody } from './resource-from-body.js';
@@ -53,7 +54,7 @@ function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: Reso
     const expected = putPrecondition(request.headers, version);
     // Reported, not enforced: a create racing this one may make both answer 201.
     const created = store.get(key) === undefined;
-    const stored = await store.put(resource, { expected, caller: request.ip });
+    const stored = await store.put(resource, { expected, caller: authorOf(request) });
     request.log.info({ key, version: stored.version, seq: stored.seq, created }, 'resource written');
     return sendResource(reply.code(created ? 201 : 200), stored);
   });
@@ -61,7 +62,7 @@ function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: Reso
   app.delete(url, async (request, reply) => {
     const key = keyOf(request.params as TParams);
     const expected = deletePrecondition(request.headers);
-    await store.delete(key, { expected, caller: request.ip });
+    await store.delete(key, { expected, caller: authorOf(request) });
     request.log.info({ key }, 'resource deleted');
     return reply.code(204).send();
   });

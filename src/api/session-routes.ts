@@ -28,16 +28,18 @@ interface SessionCounts {
 }
 
 /**
- * This instance's sessions (DESIGN §7): `GET /sessions` as `{ items, total, counts }` sorted by
+ * This instance's sessions (DESIGN §7): `GET /sessions` as `{ items, total, counts, refused }` sorted by
  * node, or with `?scope=fleet` those of every live instance sharing the store (sorted by node,
  * then instance), filtered by `?state=`, `?mesh=`, `?instance=` and `?nacking=`, paged by `?limit=` and
  * `?offset=`, with the filtered set counted by state and instance before paging; the live
  * feed `GET /sessions/events`; one session; and what was last sent to a node.
  */
-export function registerSessionRoutes(app: FastifyInstance, { sessions, fleet }: Pick<ApiBackend, 'sessions' | 'fleet'>): void {
+export function registerSessionRoutes(app: FastifyInstance, { sessions, fleet, refusals }: Pick<ApiBackend, 'sessions' | 'fleet' | 'refusals'>): void {
   app.get<{ Querystring: Record<string, unknown> }>('/sessions', async (request) => {
     const query = readSessionQuery(request.query);
-    return query.scope === 'fleet' ? page(fleetSource(sessions, await fleet.others()), query) : page(localSource(sessions), query);
+    const listed = query.scope === 'fleet' ? page(fleetSource(sessions, await fleet.others()), query) : page(localSource(sessions), query);
+    // Refused streams have no session: they are listed beside the sessions, as this instance saw them.
+    return { ...listed, refused: refusals() };
   });
 
   const feed = new SessionFeed(sessions, FEED);

@@ -3,6 +3,7 @@
  * message says what is expected; the config table adds which flag or variable it came from.
  */
 
+import { parseAge } from '../durations.js';
 import { HOST_PORT_RULE, parseHostPort } from '../host-port.js';
 import { parseStoreSpec, type Retention } from '../store/index.js';
 
@@ -56,9 +57,6 @@ export function parseLogLevel(text: string): LogLevel {
   return level;
 }
 
-const AGE = /^(\d+(?:\.\d+)?)(s|m|h|d)$/;
-const AGE_UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
 /**
  * How much event history to keep: `off` (every event), a number of events (`100000`, the
  * newest ones), or an age with its unit (`30d`, `12h`, `90m`, `45s`).
@@ -71,10 +69,7 @@ export function parseRetention(text: string): Retention | 'off' {
     if (events < 1) throw new Error(`must keep at least 1 event; got "${text}"`);
     return { events };
   }
-  const age = AGE.exec(trimmed);
-  if (age?.[1] !== undefined) {
-    const maxAge = Math.round(Number(age[1]) * AGE_UNIT_MS[age[2] as keyof typeof AGE_UNIT_MS]);
-    if (maxAge > 0) return { maxAge };
-  }
+  const maxAge = parseAge(trimmed);
+  if (maxAge !== undefined && maxAge > 0) return { maxAge };
   throw new Error(`expected off, a number of events such as 100000, or an age such as 30d, 12h or 90m; got "${text}"`);
 }

@@ -1,19 +1,19 @@
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
-import { DEFAULT_MESH, type ResourceKey, type ResourceType } from '../mesh/index.js';
+import { DEFAULT_MESH, type ConfigurationType, type ResourceKey } from '../mesh/index.js';
 import { ManifestError } from './errors.js';
 
 /** One resource read from a file, with where it came from and the API path it goes to. */
 export interface ManifestEntry {
   /** `resources.yaml: resource 3` */
   readonly source: string;
-  readonly key: ResourceKey;
+  readonly key: ResourceKey & { readonly type: ConfigurationType };
   /** Sent as the PUT body as written; the server validates it. */
   readonly resource: Readonly<Record<string, unknown>>;
 }
 
 // A Dataplane can only be written into an existing mesh, so meshes go first.
-const APPLY_ORDER: Readonly<Record<ResourceType, number>> = { Mesh: 0, Dataplane: 1 };
+const APPLY_ORDER: Readonly<Record<ConfigurationType, number>> = { Mesh: 0, Dataplane: 1 };
 
 /**
  * Reads every resource of every file (`-` is stdin), in apply order: Meshes first, then

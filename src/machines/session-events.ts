@@ -1,4 +1,4 @@
-import type { EndStatus, Protocol, Snapshot, StreamRequest, TypeUrl, XdsResponse } from '../xds/index.js';
+import type { EndStatus, Protocol, Snapshot, StreamAuthentication, StreamRequest, TypeUrl, XdsResponse } from '../xds/index.js';
 
 /** A gRPC stream as the session knows it; the call itself stays in the server. */
 export interface StreamInfo {
@@ -9,6 +9,8 @@ export interface StreamInfo {
   readonly openedAt: number;
   /** How the client speaks on it: State of the World, or Delta. */
   readonly protocol: Protocol;
+  /** How its node proved who it is, before the session was told of it. */
+  readonly authentication: StreamAuthentication;
 }
 
 export type TypedRequest = StreamRequest & { readonly typeUrl: TypeUrl };

@@ -1,4 +1,5 @@
 import type { SnapshotFrom } from 'xstate';
+import type { StreamAuthentication } from '../xds/index.js';
 import type { SessionMachine } from './session-machine.js';
 import { sessionStateOf, stateIdOf } from './session-states.js';
 import type { SessionView, TransitionRecord } from './session-view.js';
@@ -20,10 +21,22 @@ export function viewOf(
     state,
     ...(id !== state && { step: id }),
     instance,
-    ...(stream && { stream: { id: stream.id, peer: stream.peer, openedAt: new Date(stream.openedAt).toISOString(), protocol: stream.protocol } }),
+    ...(stream && {
+      stream: {
+        id: stream.id,
+        peer: stream.peer,
+        openedAt: new Date(stream.openedAt).toISOString(),
+        protocol: stream.protocol,
+        authentication: authenticationView(stream.authentication),
+      },
+    }),
     ...(phase.state === 'serving' && { revision: phase.snapshot.revision }),
     ...(context.error && { error: { code: context.error.code, message: context.error.message } }),
     types,
     transitions,
   };
+}
+
+function authenticationView(authentication: StreamAuthentication): NonNullable<SessionView['stream']>['authentication'] {
+  return authentication.by === 'none' ? authentication : { ...authentication, expiresAt: new Date(authentication.expiresAt).toISOString() };
 }

@@ -24,7 +24,14 @@ export interface SessionView {
   /** The step of `state` the session is in, when the state has steps: `catching-up` within `awaiting-snapshot`. */
   readonly step?: SessionStateId;
   readonly instance: string;
-  readonly stream?: { readonly id: string; readonly peer: string; readonly openedAt: string; readonly protocol: 'sotw' | 'delta' };
+  readonly stream?: {
+    readonly id: string;
+    readonly peer: string;
+    readonly openedAt: string;
+    readonly protocol: 'sotw' | 'delta';
+    /** How the node proved who it is: `none` (its mesh does not ask), `token`, or `service-account`, with the key and expiry. */
+    readonly authentication: { readonly by: 'none' } | { readonly by: 'token' | 'service-account'; readonly key: string; readonly expiresAt: string };
+  };
   /** Store revision of the snapshot being served. */
   readonly revision?: number;
   /** Why no snapshot could be generated, while that is so (I1: shown, never pushed). */

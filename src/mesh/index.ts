@@ -5,9 +5,23 @@ export { inboundListenerName, localClusterName, outboundListenerName, serviceRes
 export { generate, type GenerateError, type GenerateResult } from './generator.js';
 export { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from './errors.js';
 export {
+  API_ROLES,
+  CREDENTIAL_TYPES,
+  DATAPLANE_AUTH_MODES,
   DEFAULT_MESH,
+  isCredential,
+  isMeshScoped,
   keyOf,
   RESOURCE_TYPES,
+  type ApiRole,
+  type ApiToken,
+  type Configuration,
+  type ConfigurationType,
+  type Credential,
+  type CredentialType,
+  type DataplaneAuth,
+  type ServiceAccountKey,
+  type SigningKey,
   type Dataplane,
   type Inbound,
   type Mesh,

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
-import type { Dataplane, Inbound, Mesh, Outbound, Resource, Valid } from './resources.js';
+import { DATAPLANE_AUTH_MODES, type Configuration, type Dataplane, type DataplaneAuth, type Inbound, type Mesh, type Outbound, type Valid } from './resources.js';
 
 export interface ValidationIssue {
   /** A property path into the input, `networking.inbound[0].port`; `''` is the input itself. */
@@ -9,14 +9,14 @@ export interface ValidationIssue {
 }
 
 export type ValidationResult =
-  | { readonly ok: true; readonly resource: Valid<Resource> }
+  | { readonly ok: true; readonly resource: Valid<Configuration> }
   | { readonly ok: false; readonly issues: readonly ValidationIssue[] };
 
 type Fields = Readonly<Record<string, unknown>>;
 
 // Unknown fields are refused at every level, so a typo (`inbounds`) is an error rather than
 // a dataplane silently configured without what the user meant.
-const MESH_FIELDS = ['type', 'name'];
+const MESH_FIELDS = ['type', 'name', 'dataplaneAuth'];
 const DATAPLANE_FIELDS = ['type', 'mesh', 'name', 'networking'];
 const NETWORKING_FIELDS = ['address', 'inbound', 'outbound'];
 const INBOUND_FIELDS = ['port', 'servicePort', 'tags'];
@@ -50,7 +50,7 @@ class Issues {
   }
 }
 
-function readResource(input: unknown, issues: Issues): Valid<Resource> | undefined {
+function readResource(input: unknown, issues: Issues): Valid<Configuration> | undefined {
   const fields = readObject(input, '', issues);
   if (fields === undefined) return undefined;
   switch (fields.type) {
@@ -68,9 +68,20 @@ function readResource(input: unknown, issues: Issues): Valid<Resource> | undefin
 function readMesh(fields: Fields, issues: Issues): Valid<Mesh> | undefined {
   rejectUnknown(fields, MESH_FIELDS, '', 'a Mesh', issues);
   const name = readLabel(fields.name, 'name', issues);
-  if (name === undefined || issues.count > 0) return undefined;
-  const mesh: Mesh = { type: 'Mesh', name };
+  const dataplaneAuth = readDataplaneAuth(fields.dataplaneAuth, issues);
+  if (name === undefined || dataplaneAuth === undefined || issues.count > 0) return undefined;
+  const mesh: Mesh = { type: 'Mesh', name, dataplaneAuth };
   return Object.freeze(mesh) as Valid<Mesh>;
+}
+
+/**
+ * A mesh written without saying requires tokens: secure unless asked otherwise. Only the
+ * `default` mesh a fresh store creates is `none`, so the walk-through works on loopback.
+ */
+function readDataplaneAuth(value: unknown, issues: Issues): DataplaneAuth | undefined {
+  if (value === undefined) return 'token';
+  if (typeof value === 'string' && (DATAPLANE_AUTH_MODES as readonly string[]).includes(value)) return value as DataplaneAuth;
+  return issues.add('dataplaneAuth', `must be one of ${DATAPLANE_AUTH_MODES.map((mode) => `"${mode}"`).join(', ')}`);
 }
 
 function readDataplane(fields: Fields, issues: Issues): Valid<Dataplane> | undefined {

@@ -14,7 +14,7 @@ import {
   type Stored,
   type Write,
 } from './types.js';
-import { keyIdOf, planWrites, type KeyHead } from './write-plan.js';
+import { isMemberOf, keyIdOf, planWrites, type KeyHead } from './write-plan.js';
 
 export interface MemoryEventLogOptions {
   /** Stamps each event's `at`; default the system clock. */
@@ -50,7 +50,7 @@ export class MemoryEventLog implements EventLog {
   async append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]> {
     this.#assertOpen(`appending ${writes.length} events`);
     // Every write is checked before any is appended, so a conflict leaves the log untouched.
-    const plan = planWrites(writes, { head: (id) => this.#keys.get(id), liveDataplanes: (mesh) => this.#liveDataplanes(mesh) });
+    const plan = planWrites(writes, { head: (id) => this.#keys.get(id), liveMembers: (mesh) => this.#liveMembers(mesh) });
     const at = this.#now().toISOString();
     const events: ResourceEvent[] = [];
     for (const { write, key, version } of plan.events) {
@@ -119,9 +119,9 @@ export class MemoryEventLog implements EventLog {
     this.#wakeups.complete();
   }
 
-  *#liveDataplanes(mesh: string): Iterable<KeyHead> {
+  *#liveMembers(mesh: string): Iterable<KeyHead> {
     for (const head of this.#keys.values()) {
-      if (head.live && head.key.type === 'Dataplane' && head.key.mesh === mesh) yield head;
+      if (head.live && isMemberOf(head.key, mesh)) yield head;
     }
   }
 

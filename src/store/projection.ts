@@ -1,9 +1,10 @@
-import type { Dataplane, Mesh, Resource, Valid } from '../mesh/index.js';
+import { isCredential, isMeshScoped, keyOf, type Credential, type Dataplane, type Mesh, type Resource, type Valid } from '../mesh/index.js';
+import { keyIdOf } from './write-plan.js';
 import { asSeq, type Checkpoint, type MeshState, type Projection, type ResourceEvent, type Seq, type Stored } from './types.js';
 
 /** The projection of an empty log: revision 0, no meshes. */
 export function emptyProjection(): Projection {
-  return { revision: asSeq(0), meshes: new Map() };
+  return { revision: asSeq(0), meshes: new Map(), credentials: new Map() };
 }
 
 /**
@@ -28,7 +29,10 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
     if (event.kind === 'upserted') {
       const resource = event.resource;
       if (resource.type === 'Mesh') batch.putMesh(storedOf(resource, event));
-      else batch.putDataplane(storedOf(resource, event));
+      else if (resource.type === 'Dataplane') batch.putDataplane(storedOf(resource, event));
+      else batch.putCredential(storedOf(resource, event));
+    } else if (event.key.type !== 'Mesh' && event.key.type !== 'Dataplane') {
+      batch.deleteCredential(keyIdOf(event.key));
     } else if (event.key.type === 'Mesh') {
       batch.deleteMesh(event.key.name);
     } else {
@@ -45,14 +49,18 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
  */
 export function projectionOf(checkpoint: Checkpoint): Projection {
   const meshes = new Map<string, { mesh: Stored<Mesh>; dataplanes: Map<string, Stored<Dataplane>> }>();
+  const credentials = new Map<string, Stored<Credential>>();
   for (const stored of checkpoint.resources) {
     if (stored.resource.type === 'Mesh') meshes.set(stored.resource.name, { mesh: stored as Stored<Mesh>, dataplanes: new Map() });
   }
   for (const stored of checkpoint.resources) {
     const { resource } = stored;
     if (resource.type === 'Dataplane') meshes.get(resource.mesh)?.dataplanes.set(resource.name, stored as Stored<Dataplane>);
+    else if (isCredential(resource) && (!('mesh' in resource) || meshes.has(resource.mesh))) {
+      credentials.set(keyIdOf(keyOf(resource)), stored as Stored<Credential>);
+    }
   }
-  return { revision: checkpoint.seq, meshes };
+  return { revision: checkpoint.seq, meshes, credentials };
 }
 
 /** The checkpoint of a projection: every resource it holds, each mesh before its dataplanes. */
@@ -62,6 +70,7 @@ export function checkpointOf(projection: Projection): Checkpoint {
     resources.push(state.mesh);
     for (const dataplane of state.dataplanes.values()) resources.push(dataplane);
   }
+  resources.push(...projection.credentials.values());
   return { seq: projection.revision, resources };
 }
 
@@ -87,6 +96,8 @@ class Batch {
   /** A copy of the base's meshes, made on the first change. */
   #meshes: Map<string, MeshState> | undefined;
   readonly #drafts = new Map<string, Draft>();
+  /** A copy of the base's credentials, made on the first change. */
+  #credentials: Map<string, Stored<Credential>> | undefined;
 
   constructor(base: Projection) {
     this.#base = base;
@@ -101,6 +112,20 @@ class Batch {
   deleteMesh(name: string): void {
     this.#drafts.delete(name);
     if ((this.#meshes ?? this.#base.meshes).has(name)) this.#writableMeshes().delete(name);
+    // The log deletes a mesh's keys before it (write-plan.ts); a checkpoint's fold must agree.
+    for (const [id, stored] of this.#credentials ?? this.#base.credentials) {
+      if ('mesh' in stored.resource && stored.resource.mesh === name) this.#writableCredentials().delete(id);
+    }
+  }
+
+  putCredential(stored: Stored<Credential>): void {
+    const { resource } = stored;
+    if (isMeshScoped(resource.type) && 'mesh' in resource && this.#draft(resource.mesh) === undefined) return;
+    this.#writableCredentials().set(keyIdOf(keyOf(resource)), stored);
+  }
+
+  deleteCredential(id: string): void {
+    if ((this.#credentials ?? this.#base.credentials).has(id)) this.#writableCredentials().delete(id);
   }
 
   putDataplane(dataplane: Stored<Dataplane>): void {
@@ -119,7 +144,12 @@ class Batch {
       if (draft.copied === undefined && draft.mesh === draft.origin?.mesh) continue;
       this.#writableMeshes().set(name, { mesh: draft.mesh, dataplanes: draft.copied ?? draft.shared });
     }
-    return { revision, ...(at !== undefined && { at }), meshes: this.#meshes ?? this.#base.meshes };
+    return {
+      revision,
+      ...(at !== undefined && { at }),
+      meshes: this.#meshes ?? this.#base.meshes,
+      credentials: this.#credentials ?? this.#base.credentials,
+    };
   }
 
   /** The mesh's draft; undefined when the mesh does not exist at this point of the batch. */
@@ -132,6 +162,10 @@ class Batch {
       this.#drafts.set(name, draft);
     }
     return draft;
+  }
+
+  #writableCredentials(): Map<string, Stored<Credential>> {
+    return (this.#credentials ??= new Map(this.#base.credentials));
   }
 
   #writableMeshes(): Map<string, MeshState> {

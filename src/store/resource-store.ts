@@ -1,5 +1,6 @@
 import { interval, type Observable, type Subscription } from 'rxjs';
-import { DEFAULT_MESH, keyOf, type Mesh, type Resource, type ResourceKey, type Valid } from '../mesh/index.js';
+import { DEFAULT_MESH, keyOf, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
+import { keyIdOf } from './write-plan.js';
 import { ChangeFeed } from './change-feed.js';
 import { describeKey } from './describe-key.js';
 import { checkRetention, compact, type Compaction } from './compaction.js';
@@ -18,6 +19,7 @@ import {
   type EventLog,
   type KeyHistory,
   type MeshState,
+  type OfType,
   type Projection,
   type ResourceEvent,
   type ResourceStore,
@@ -172,19 +174,26 @@ class EventSourcedStore implements ResourceStore {
   }
 
   get(key: ResourceKey): Stored<Resource> | undefined {
-    if (key.type === 'Mesh') return this.projection.meshes.get(key.name)?.mesh;
-    return this.projection.meshes.get(key.mesh)?.dataplanes.get(key.name);
+    const { meshes, credentials } = this.projection;
+    if (key.type === 'Mesh') return meshes.get(key.name)?.mesh;
+    if (key.type === 'Dataplane') return meshes.get(key.mesh)?.dataplanes.get(key.name);
+    return credentials.get(keyIdOf(key));
   }
 
-  list(type: Resource['type'], mesh?: string): readonly Stored<Resource>[] {
-    const { meshes } = this.projection;
+  list<T extends ResourceType>(type: T, mesh?: string): readonly Stored<OfType<T>>[] {
+    const { meshes, credentials } = this.projection;
+    if (type !== 'Mesh' && type !== 'Dataplane') {
+      const matching = [...credentials.values()].filter(({ resource }) => resource.type === type && (mesh === undefined || keyOf(resource).mesh === mesh));
+      return byName(new Map(matching.map((stored) => [keyIdOf(keyOf(stored.resource)), stored]))) as Stored<OfType<T>>[];
+    }
     let states: readonly MeshState[];
     if (mesh === undefined) states = byName(meshes);
     else {
       const state = meshes.get(mesh);
       states = state === undefined ? [] : [state];
     }
-    return type === 'Mesh' ? states.map((state) => state.mesh) : states.flatMap((state) => byName(state.dataplanes));
+    const listed = type === 'Mesh' ? states.map((state) => state.mesh) : states.flatMap((state) => byName(state.dataplanes));
+    return listed as Stored<OfType<T>>[];
   }
 
   refresh(): Promise<Projection> {
@@ -244,8 +253,9 @@ class EventSourcedStore implements ResourceStore {
   }
 
   async #createDefaultMesh(): Promise<void> {
-    // DESIGN §6: `default` exists on a fresh store. A Mesh is only a name, so this one is valid.
-    const mesh = { type: 'Mesh', name: DEFAULT_MESH } as Valid<Mesh>;
+    // DESIGN §6: `default` exists on a fresh store, open to any dataplane so the walk-through
+    // works on loopback (README "Securing Chancery" makes it require tokens).
+    const mesh = { type: 'Mesh', name: DEFAULT_MESH, dataplaneAuth: 'none' } as Valid<Mesh>;
     try {
       await this.#applied(await this.#log.append([{ kind: 'upserted', resource: mesh, expected: 'absent' }], this.#author));
     } catch (error) {

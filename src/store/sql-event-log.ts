@@ -1,6 +1,6 @@
 import { Subject, type Observable } from 'rxjs';
 import { ChanceryError } from '../chancery-error.js';
-import { keyOf, RESOURCE_TYPES, resourceJson, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
+import { isMeshScoped, keyOf, RESOURCE_TYPES, resourceJson, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
 import { describeKey } from './describe-key.js';
 import { RevisionCompactedError, StoreUnavailableError } from './errors.js';
 import { ADVISORY_LOCK, EVENTS_CHANNEL, migrate } from './migrations.js';
@@ -18,7 +18,7 @@ import {
   type Stored,
   type Write,
 } from './types.js';
-import { keyIdOf, keysToRead, meshesDeleted, planGroup, type KeyHead } from './write-plan.js';
+import { isMemberOf, keyIdOf, keysToRead, meshesDeleted, planGroup, type KeyHead } from './write-plan.js';
 
 export interface SqlEventLogOptions {
   /** Stamps each event's `at`; default the system clock. */
@@ -32,6 +32,11 @@ export interface SqlEventLogOptions {
 // has to serialise arrays (pg and PGlite do that differently).
 
 /** Where the retained history starts: the newest checkpoint's seq, 0 without one. */
+/** The types deleted with their mesh, as a SQL list of literals. */
+const MESH_SCOPED_TYPES = RESOURCE_TYPES.filter(isMeshScoped)
+  .map((type) => `'${type}'`)
+  .join(', ');
+
 const HORIZON = '(SELECT coalesce(max(seq), 0) AS horizon FROM checkpoints)';
 
 /** `at` as the ISO 8601 text events carry (to the millisecond, UTC). */
@@ -39,8 +44,8 @@ const atText = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-
 
 /**
  * Read under the append lock: the last seq (a checkpoint may have taken every event with it,
- * so then the checkpoint's), the heads of the batch's keys ($1), and the Dataplanes live in
- * each mesh the batch deletes ($2), which are deleted with it (the primary key's prefix).
+ * so then the checkpoint's), the heads of the batch's keys ($1), and what lives in each mesh
+ * the batch deletes ($2), which is deleted with it.
  */
 const READ_HEADS = `
   SELECT
@@ -50,12 +55,12 @@ const READ_HEADS = `
        JOIN jsonb_to_recordset($1::text::jsonb) AS k(resource_type text, mesh text, name text)
          ON r.resource_type = k.resource_type AND r.mesh = k.mesh AND r.name = k.name) AS heads`;
 
-/** READ_HEADS, and the Dataplanes live in the meshes ($2) a group deletes; most groups delete none. */
+/** READ_HEADS, and what lives in the meshes ($2) a group deletes; most groups delete none. */
 const READ_HEADS_AND_CONTENTS = `
   ${READ_HEADS},
     (SELECT coalesce(jsonb_agg(jsonb_build_array(r.resource_type, r.mesh, r.name, r.version, r.live)), '[]'::jsonb)
        FROM resources r
-      WHERE r.resource_type = 'Dataplane' AND r.live
+      WHERE r.resource_type IN (${MESH_SCOPED_TYPES}) AND r.live
         AND r.mesh IN (SELECT jsonb_array_elements_text($2::text::jsonb))) AS contents`;
 
 /** Appends the events, moves the heads, and wakes readers at commit (NOTIFY is delivered then). */
@@ -261,7 +266,7 @@ export class SqlEventLog implements EventLog {
           group.map(({ writes }) => writes),
           {
             head: (id) => states.get(id) ?? contents.get(id),
-            liveDataplanes: (mesh) => [...contents.values()].filter((head) => head.key.mesh === mesh),
+            liveMembers: (mesh) => [...contents.values()].filter((head) => isMemberOf(head.key, mesh)),
           },
         );
         let seq = Number(row?.['last'] ?? 0);

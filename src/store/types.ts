@@ -1,5 +1,5 @@
 import type { Observable } from 'rxjs';
-import type { Dataplane, GenerationInput, Held, Mesh, MeshResources, Resource, ResourceKey, Valid } from '../mesh/index.js';
+import type { Credential, Dataplane, GenerationInput, Held, Mesh, MeshResources, Resource, ResourceKey, ResourceType, Valid } from '../mesh/index.js';
 import type { StoreUnavailableError } from './errors.js';
 import type { SessionRecords } from './session-records.js';
 
@@ -13,6 +13,9 @@ export type ResourceVersion = number & { readonly [versionBrand]: true };
 
 export const asSeq = (n: number) => n as Seq;
 export const asResourceVersion = (n: number) => n as ResourceVersion;
+
+/** The resource type named `T`. */
+export type OfType<T extends ResourceType> = Extract<Resource, { readonly type: T }>;
 
 export interface Author {
   readonly instance: string;
@@ -141,6 +144,11 @@ export interface Projection extends GenerationInput {
   /** When the event at `revision` was written (its `at`); absent at revision 0 or from a checkpoint. */
   readonly at?: string;
   readonly meshes: ReadonlyMap<string, MeshState>;
+  /**
+   * Keys and API tokens by `keyIdOf` of their key: what authentication reads. Apart from the
+   * meshes, so a key rotation leaves every mesh's object, and the generator's work, alone.
+   */
+  readonly credentials: ReadonlyMap<string, Stored<Credential>>;
 }
 
 export interface WriteOptions {
@@ -178,12 +186,13 @@ export interface ResourceStore {
    */
   put(resource: Valid<Resource>, options?: WriteOptions): Promise<Stored<Resource>>;
   /**
-   * Deletes a resource; deleting a Mesh deletes the Dataplanes the log has in it, in the same
-   * batch (write-plan.ts), including ones this projection has not read yet.
+   * Deletes a resource; deleting a Mesh deletes the Dataplanes and keys the log has in it, in
+   * the same batch (write-plan.ts), including ones this projection has not read yet.
    */
   delete(key: ResourceKey, options?: WriteOptions): Promise<void>;
   get(key: ResourceKey): Stored<Resource> | undefined;
-  list(type: Resource['type'], mesh?: string): readonly Stored<Resource>[];
+  /** The resources of a type, in one mesh when given (a global type's by its own name), sorted by name. */
+  list<T extends ResourceType>(type: T, mesh?: string): readonly Stored<OfType<T>>[];
   /**
    * The resource as it was at `revision`; undefined if it did not exist then. Rejects with
    * `RevisionCompactedError` for a revision older than the retained history, and with

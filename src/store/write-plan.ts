@@ -1,5 +1,5 @@
 import { ChanceryError } from '../chancery-error.js';
-import { keyOf, type ResourceKey } from '../mesh/index.js';
+import { isMeshScoped, keyOf, type ResourceKey } from '../mesh/index.js';
 import { MeshNotFoundError, NotFoundError, VersionConflictError } from './errors.js';
 import { asResourceVersion, type ResourceVersion, type Write } from './types.js';
 
@@ -13,8 +13,8 @@ export interface KeyState {
 export interface LogState {
   /** A key's head, by `keyIdOf`; undefined for a key never written. */
   head(id: string): KeyState | undefined;
-  /** Every Dataplane live in `mesh`, with its head: deleted with the mesh. */
-  liveDataplanes(mesh: string): Iterable<KeyHead>;
+  /** Every resource live in `mesh` (its Dataplanes and keys), with its head: deleted with the mesh. */
+  liveMembers(mesh: string): Iterable<KeyHead>;
 }
 
 /** One write of a batch, checked, with the version its event will carry. */
@@ -30,7 +30,7 @@ export interface KeyHead extends KeyState {
 }
 
 export interface WritePlan {
-  /** In the order of the writes, each Mesh delete preceded by its dataplanes' deletes. */
+  /** In the order of the writes, each Mesh delete preceded by its members' deletes. */
   readonly events: readonly PlannedEvent[];
   /** Each key the batch touches, by `keyIdOf`, with its state after the batch. */
   readonly heads: ReadonlyMap<string, KeyHead>;
@@ -46,11 +46,12 @@ export interface WritePlan {
  * restarting at 1, so a version a client read (`If-Match`) never matches a later incarnation.
  * Each write is checked against the batch's earlier writes, as inside a database transaction.
  *
- * Meshes are checked against the log, not against what the writer last read: a Dataplane is
- * only written into a mesh live in the log, and deleting a Mesh deletes every Dataplane live
- * in it, in the same batch and before it (no revision has a Dataplane without its Mesh). A
+ * Meshes are checked against the log, not against what the writer last read: a Dataplane (or
+ * a key) is only written into a mesh live in the log, and deleting a Mesh deletes everything
+ * live in it, in the same batch and before it (no revision has a Dataplane without its Mesh). A
  * writer whose projection lags, or another instance writing at the same time, can therefore
- * never leave a Dataplane behind in a deleted mesh.
+ * never leave a Dataplane behind in a deleted mesh, nor a key that would verify tokens again
+ * in a mesh re-created under the same name.
  */
 export function planWrites(writes: readonly Write[], log: LogState): WritePlan {
   const heads = new Map<string, KeyHead>();
@@ -68,12 +69,12 @@ export function planWrites(writes: readonly Write[], log: LogState): WritePlan {
     const actual = current?.live === true ? current.version : 'absent';
     if (write.kind === 'deleted' && actual === 'absent') throw new NotFoundError(key);
     if (write.expected !== undefined && write.expected !== actual) throw new VersionConflictError(key, write.expected, actual);
-    if (write.kind === 'upserted' && key.type === 'Dataplane' && stateOf(keyIdOf(meshKeyOf(key.mesh)))?.live !== true) {
+    if (write.kind === 'upserted' && isMeshScoped(key.type) && stateOf(keyIdOf(meshKeyOf(key.mesh)))?.live !== true) {
       throw new MeshNotFoundError(key.mesh, key);
     }
     if (write.kind === 'deleted' && key.type === 'Mesh') {
-      for (const dataplane of dataplanesIn(key.name, log, heads)) {
-        append({ kind: 'deleted', key: dataplane }, dataplane, keyIdOf(dataplane), stateOf(keyIdOf(dataplane)));
+      for (const member of membersOf(key.name, log, heads)) {
+        append({ kind: 'deleted', key: member }, member, keyIdOf(member), stateOf(keyIdOf(member)));
       }
     }
     append(write, key, id, current);
@@ -97,11 +98,11 @@ export function planGroup(batches: readonly (readonly Write[])[], log: LogState)
   const heads = new Map<string, KeyHead>();
   const state: LogState = {
     head: (id) => heads.get(id) ?? log.head(id),
-    *liveDataplanes(mesh) {
+    *liveMembers(mesh) {
       for (const head of heads.values()) {
-        if (head.live && head.key.type === 'Dataplane' && head.key.mesh === mesh) yield head;
+        if (head.live && isMemberOf(head.key, mesh)) yield head;
       }
-      for (const head of log.liveDataplanes(mesh)) if (!heads.has(keyIdOf(head.key))) yield head;
+      for (const head of log.liveMembers(mesh)) if (!heads.has(keyIdOf(head.key))) yield head;
     },
   };
   const outcomes = batches.map((writes) => {
@@ -118,30 +119,35 @@ export function planGroup(batches: readonly (readonly Write[])[], log: LogState)
   return { outcomes, heads };
 }
 
-/** The Dataplanes live in `mesh` at this point of the batch, by name: the log's, and the batch's own. */
-function dataplanesIn(mesh: string, log: LogState, heads: ReadonlyMap<string, KeyHead>): ResourceKey[] {
-  const live = new Map<string, ResourceKey>();
-  for (const head of log.liveDataplanes(mesh)) live.set(head.key.name, head.key);
-  for (const head of heads.values()) {
-    if (head.key.type !== 'Dataplane' || head.key.mesh !== mesh) continue;
-    if (head.live) live.set(head.key.name, head.key);
-    else live.delete(head.key.name);
-  }
-  return [...live.keys()].sort(byCodeUnit).map((name) => live.get(name)!);
+/** Whether the key is of a resource that lives in `mesh`. */
+export function isMemberOf(key: ResourceKey, mesh: string): boolean {
+  return isMeshScoped(key.type) && key.mesh === mesh;
 }
 
-/** The keys whose heads a batch needs: each write's, and the mesh of each Dataplane it writes. */
+/** What lives in `mesh` at this point of the batch, by key id: the log's, and the batch's own. */
+function membersOf(mesh: string, log: LogState, heads: ReadonlyMap<string, KeyHead>): ResourceKey[] {
+  const live = new Map<string, ResourceKey>();
+  for (const head of log.liveMembers(mesh)) live.set(keyIdOf(head.key), head.key);
+  for (const [id, head] of heads) {
+    if (!isMemberOf(head.key, mesh)) continue;
+    if (head.live) live.set(id, head.key);
+    else live.delete(id);
+  }
+  return [...live.keys()].sort(byCodeUnit).map((id) => live.get(id)!);
+}
+
+/** The keys whose heads a batch needs: each write's, and the mesh of each mesh-scoped one it writes. */
 export function keysToRead(writes: readonly Write[]): ResourceKey[] {
   const keys = new Map<string, ResourceKey>();
   for (const write of writes) {
     const key = keyOfWrite(write);
     keys.set(keyIdOf(key), key);
-    if (write.kind === 'upserted' && key.type === 'Dataplane') keys.set(keyIdOf(meshKeyOf(key.mesh)), meshKeyOf(key.mesh));
+    if (write.kind === 'upserted' && isMeshScoped(key.type)) keys.set(keyIdOf(meshKeyOf(key.mesh)), meshKeyOf(key.mesh));
   }
   return [...keys.values()];
 }
 
-/** The meshes a batch deletes, whose live Dataplanes the plan needs. */
+/** The meshes a batch deletes, whose live members the plan needs. */
 export function meshesDeleted(writes: readonly Write[]): string[] {
   return [...new Set(writes.flatMap((write) => (write.kind === 'deleted' && write.key.type === 'Mesh' ? [write.key.name] : [])))];
 }

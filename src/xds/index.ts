@@ -15,11 +15,23 @@ export {
   type SnapshotParts,
   type TypeSnapshot,
 } from './snapshot.js';
+export { grpcServerCredentials, type TlsSource } from './tls-credentials.js';
 export { XdsServer, type SessionGateway, type XdsServerOptions } from './xds-server.js';
 export { openLedger, type DeltaResponse, type Ledger, type RequestOutcome, type Sent, type SotwResponse, type TypeReport, type TypeStatus, type XdsResponse } from './ledger.js';
 export { DeltaLedger } from './delta-ledger.js';
 export { SotwLedger } from './sotw-ledger.js';
 export { UnsupportedNodeMatcherError, type ClientResource, type ClientStatus, type ClientStatusSource } from './client-status.js';
 export type { EndStatus, StreamSink } from './stream-writer.js';
+export {
+  ADMIT_ALL,
+  expiredRefusal,
+  REFUSAL_REASONS,
+  type Admission,
+  type RefusalReason,
+  type Refusal,
+  type RefusedStream,
+  type StreamAdmission,
+  type StreamAuthentication,
+} from './stream-admission.js';
 export { CLUSTER, ENDPOINT, FULL_STATE, isTypeUrl, LISTENER, messageName, PUSH_ORDER, ROUTE, SHORT_NAME, type TypeUrl } from './type-urls.js';
 export { decodeDeltaRequest, decodeRequest, encodeDeltaRequest, encodeRequest, PROTOCOLS, type DeltaRequest, type Protocol, type StreamRequest, type XdsRequest } from './xds-request.js';

@@ -4,7 +4,7 @@ import type { XdsResponse } from './ledger.js';
 
 /** A gRPC status to end a stream with; the message names the node and why. */
 export interface EndStatus {
-  readonly code: 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'ABORTED' | 'UNAVAILABLE' | 'UNIMPLEMENTED';
+  readonly code: 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'ABORTED' | 'UNAVAILABLE' | 'UNIMPLEMENTED' | 'UNAUTHENTICATED' | 'PERMISSION_DENIED';
   readonly message: string;
 }
 

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { answerClientStatus, UnsupportedNodeMatcherError, type ClientStatusSource } from './client-status.js';
 import { ADS_SERVICE, CSDS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from './grpc-services.js';
 import { ResponseEncoder } from './response-encoder.js';
+import { ADMIT_ALL, expiredRefusal, type Admission, type Refusal, type RefusedStream, type StreamAdmission, type StreamAuthentication } from './stream-admission.js';
 import { StreamWriter, type StreamSink } from './stream-writer.js';
 import { isTypeUrl, PUSH_ORDER, type TypeUrl } from './type-urls.js';
 import { decodeDeltaRequest, decodeRequest, type Protocol, type StreamRequest } from './xds-request.js';
@@ -22,7 +23,12 @@ const DECODERS = { DiscoveryRequest: decodeRequest, DeltaDiscoveryRequest: decod
 
 /** What the server reports to; the session registry implements it. */
 export interface SessionGateway {
-  open(stream: { id: string; peer: string; openedAt: number; protocol: Protocol }, sink: StreamSink, node: string, request: TypedRequest): void;
+  open(
+    stream: { id: string; peer: string; openedAt: number; protocol: Protocol; authentication: StreamAuthentication },
+    sink: StreamSink,
+    node: string,
+    request: TypedRequest,
+  ): void;
   request(node: string, streamId: string, kind: 'xds.requested' | 'xds.acked' | 'xds.nacked', request: TypedRequest): void;
   close(node: string, streamId: string, reason: string): void;
 }
@@ -41,6 +47,30 @@ export interface XdsServerOptions {
   readonly random?: () => number;
   /** What the Client Status Discovery Service reports: the sessions' view of each node. */
   readonly clientStatus: ClientStatusSource;
+  /** Who may be served (DESIGN §10); default: every stream, unauthenticated. */
+  readonly admission?: StreamAdmission;
+  /** Told of every stream refused by the admission or for switching node id. */
+  readonly onRefused?: (refused: RefusedStream) => void;
+  /** Timers that end a stream when its token expires; default the process's. */
+  readonly clock?: ExpiryClock;
+}
+
+/** The part of XState's clock the expiry timers use, so a `SimulatedClock` can drive them. */
+export interface ExpiryClock {
+  setTimeout(fn: () => void, timeout: number): unknown;
+  clearTimeout(id: unknown): void;
+}
+
+const SYSTEM_CLOCK: ExpiryClock = {
+  setTimeout: (fn, timeout) => setTimeout(fn, timeout).unref(),
+  clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout),
+};
+
+/** An admitted stream, as a credentials change rechecks it. */
+interface Admitted {
+  readonly node: string;
+  readonly authentication: StreamAuthentication;
+  refuse(refusal: Refusal): void;
 }
 
 /** What an ended stream's client is told: reconnect, to this instance or another. */
@@ -59,6 +89,8 @@ export class XdsServer {
   readonly #encoder: ResponseEncoder;
   /** Open streams, including those whose first request has not arrived yet. */
   readonly #open = new Set<StreamWriter>();
+  /** Open streams whose node was admitted. */
+  readonly #admitted = new Set<Admitted>();
   #streams = 0;
   #draining = false;
 
@@ -110,14 +142,27 @@ export class XdsServer {
     }
   }
 
-  /** Binds `host:port` (port 0 lets the OS choose) and resolves with the bound address. */
-  listen(address: string): Promise<string> {
+  /** Binds `host:port` (port 0 lets the OS choose), over TLS when given credentials, and resolves with the bound address. */
+  listen(address: string, credentials = ServerCredentials.createInsecure()): Promise<string> {
     return new Promise((resolve, reject) => {
-      this.#server.bindAsync(address, ServerCredentials.createInsecure(), (error, port) => {
+      this.#server.bindAsync(address, credentials, (error, port) => {
         if (error) reject(error);
         else resolve(`${address.slice(0, address.lastIndexOf(':'))}:${port}`);
       });
     });
+  }
+
+  /**
+   * Asks the admission again about every admitted stream, and ends those it no longer admits
+   * (a key removed, a mesh now requiring tokens). Called on each store change that touches
+   * credentials, before the change reaches the sessions, so nothing is sent to them after.
+   */
+  recheck(): void {
+    const admission = this.#options.admission ?? ADMIT_ALL;
+    for (const admitted of this.#admitted) {
+      const refusal = admission.recheck(admitted.node, admitted.authentication);
+      if (refusal !== undefined) admitted.refuse(refusal);
+    }
   }
 
   /**
@@ -148,48 +193,103 @@ export class XdsServer {
   }
 
   #serve(call: ServerDuplexStream<StreamRequest, Uint8Array>, protocol: Protocol): void {
-    const { gateway, instanceId, logger, now } = this.#options;
+    const { gateway, instanceId, logger, now, admission = ADMIT_ALL, clock = SYSTEM_CLOCK } = this.#options;
     const streamId = `${instanceId}/${++this.#streams}`;
-    let node: string | undefined;
+    const peer = call.getPeer();
     const writer = new StreamWriter(call, this.#encoder);
     if (this.#draining) {
       writer.end({ code: RECONNECT, message: `instance ${instanceId} is draining; reconnect to another instance` });
       return;
     }
+    // Read once, when the stream opens (as Kuma does); gRPC metadata cannot change later.
+    const authorization = call.metadata.get('authorization').map(String);
     this.#open.add(writer);
     const aged = this.#ageLimit(writer);
+    /** The node the first request claimed, for the messages of a stream that ends. */
+    let node: string | undefined;
+    /** Requests that arrived while the admission was deciding, in order. */
+    let pending: TypedRequest[] | undefined;
+    let admitted: Admitted | undefined;
+    let expiry: unknown;
     let closed = false;
     const close = (reason: string) => {
       if (closed) return;
       closed = true;
       if (aged) clearTimeout(aged);
+      if (expiry !== undefined) clock.clearTimeout(expiry);
       this.#open.delete(writer);
+      if (admitted) this.#admitted.delete(admitted);
       writer.closed();
-      if (node !== undefined) gateway.close(node, streamId, reason);
+      if (admitted) gateway.close(admitted.node, streamId, reason);
+    };
+    const refuse = (claimed: string, refusal: Refusal) => {
+      logger.warn({ node: claimed, stream: streamId, peer, protocol, code: refusal.code, reason: refusal.reason }, `stream refused: ${refusal.message}`);
+      this.#options.onRefused?.({ ...refusal, at: new Date(now()).toISOString(), node: claimed, peer, protocol });
+      writer.end({ code: refusal.code, message: `${refusal.message} (node ${claimed})` });
+      close(`refused: ${refusal.reason}`);
+    };
+    const request = (claimed: string, typed: TypedRequest) => {
+      if (typed.nodeId !== undefined && typed.nodeId !== claimed) {
+        // Kuma's rule: a stream speaks for one node, the one it was admitted as.
+        return refuse(claimed, { code: 'PERMISSION_DENIED', reason: 'node-changed', message: `node id cannot change on a stream: it opened as ${claimed}, then sent ${typed.nodeId}` });
+      }
+      const kind = typed.errorDetail ? 'xds.nacked' : typed.responseNonce !== '' ? 'xds.acked' : 'xds.requested';
+      gateway.request(claimed, streamId, kind, typed);
+    };
+    const open = (claimed: string, first: TypedRequest, decision: Admission) => {
+      if (closed) return;
+      if (!decision.ok) return refuse(claimed, decision.refusal);
+      const { authentication } = decision;
+      // A decision that took a while is checked again: a key may have gone meanwhile.
+      const refusal = admission.recheck(claimed, authentication);
+      if (refusal !== undefined) return refuse(claimed, refusal);
+      admitted = { node: claimed, authentication, refuse: (later) => refuse(claimed, later) };
+      this.#admitted.add(admitted);
+      if (authentication.by !== 'none') {
+        expiry = clock.setTimeout(() => refuse(claimed, expiredRefusal(authentication.expiresAt)), Math.max(0, authentication.expiresAt - now()));
+      }
+      logger.debug({ node: claimed, stream: streamId, peer, protocol, typeUrl: first.typeUrl, by: authentication.by }, 'stream opened');
+      gateway.open({ id: streamId, peer, openedAt: now(), protocol, authentication }, writer, claimed, first);
+      const queued = pending ?? [];
+      pending = undefined;
+      for (const later of queued) if (!closed) request(claimed, later);
     };
 
-    call.on('data', (request: StreamRequest) => {
-      if (!isTypeUrl(request.typeUrl)) {
+    call.on('data', (received: StreamRequest) => {
+      if (closed) return;
+      if (!isTypeUrl(received.typeUrl)) {
         writer.end({
           code: 'INVALID_ARGUMENT',
-          message: `type URL "${request.typeUrl}" is not served by Chancery${node ? ` (node ${node})` : ''}; it serves ${PUSH_ORDER.join(', ')}`,
+          message: `type URL "${received.typeUrl}" is not served by Chancery${node ? ` (node ${node})` : ''}; it serves ${PUSH_ORDER.join(', ')}`,
         });
         return close('unsupported type URL');
       }
-      const typed = request as TypedRequest;
-      if (node === undefined) {
-        // xDS: only the first request on a stream is guaranteed to carry the node.
-        if (request.nodeId === undefined) {
-          writer.end({ code: 'INVALID_ARGUMENT', message: `the first ${protocol === 'delta' ? 'DeltaDiscoveryRequest' : 'DiscoveryRequest'} on a stream must carry node.id (<mesh>.<name>)` });
-          return close('no node id');
-        }
-        node = request.nodeId;
-        logger.debug({ node, stream: streamId, peer: call.getPeer(), protocol, typeUrl: typed.typeUrl }, 'stream opened');
-        gateway.open({ id: streamId, peer: call.getPeer(), openedAt: now(), protocol }, writer, node, typed);
+      const typed = received as TypedRequest;
+      if (admitted) return request(admitted.node, typed);
+      if (pending) {
+        pending.push(typed);
         return;
       }
-      const kind = request.errorDetail ? 'xds.nacked' : request.responseNonce !== '' ? 'xds.acked' : 'xds.requested';
-      gateway.request(node, streamId, kind, typed);
+      // xDS: only the first request on a stream is guaranteed to carry the node.
+      if (typed.nodeId === undefined) {
+        writer.end({ code: 'INVALID_ARGUMENT', message: `the first ${protocol === 'delta' ? 'DeltaDiscoveryRequest' : 'DiscoveryRequest'} on a stream must carry node.id (<mesh>.<name>)` });
+        return close('no node id');
+      }
+      const claimed = typed.nodeId;
+      node = claimed;
+      if (authorization.length > 1) {
+        return refuse(claimed, { code: 'UNAUTHENTICATED', reason: 'token-malformed', message: 'the stream carries more than one authorization metadata value' });
+      }
+      const decided = admission.admit(claimed, authorization[0]);
+      if (!(decided instanceof Promise)) return open(claimed, typed, decided);
+      pending = [];
+      decided.then(
+        (decision) => open(claimed, typed, decision),
+        (error: unknown) => {
+          logger.error({ err: error, node: claimed, stream: streamId }, 'stream admission failed');
+          refuse(claimed, { code: 'UNAUTHENTICATED', reason: 'token-invalid', message: 'the token could not be checked' });
+        },
+      );
     });
     call.on('end', () => {
       close('client closed the stream');

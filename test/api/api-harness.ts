@@ -56,6 +56,8 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
     },
     ready: () => store.ready,
     xdsAddress: () => '0.0.0.0:5678',
+    now: () => (options.now ?? (() => new Date()))().getTime(),
+    refusals: () => ({ total: 0, recent: [] }),
     ...(options.evictionGrace !== undefined && { evictionGrace: options.evictionGrace }),
   };
   const serverOptions: ApiServerOptions = { logger: pino({ level: 'info' }, sink), bodyLimit: options.bodyLimit };

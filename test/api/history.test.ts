@@ -100,7 +100,7 @@ describe('GET a resource at a revision', () => {
   it('answers a Mesh as it was, and 404 naming the revision where the resource did not exist', async () => {
     api = await startApi();
     await writeHistory();
-    expect((await getJson('/meshes/payments?revision=4')).body).toEqual({ type: 'Mesh', name: 'payments', version: 1 });
+    expect((await getJson('/meshes/payments?revision=4')).body).toEqual({ type: 'Mesh', name: 'payments', dataplaneAuth: 'token', version: 1 });
     const before = await getJson('/meshes/payments?revision=3');
     expect(before).toMatchObject({ status: 404, body: { code: 'CHANCERY_STORE_NOT_FOUND' } });
     expect(before.body.reason).toBe('Mesh payments did not exist at revision 3');

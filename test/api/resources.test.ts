@@ -13,19 +13,19 @@ describe('meshes', () => {
   it('lists the default mesh of a fresh store', async () => {
     const response = await fetch(`${api.url}/meshes`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ items: [{ type: 'Mesh', name: 'default', version: 1 }] });
+    expect(await response.json()).toEqual({ items: [{ type: 'Mesh', name: 'default', dataplaneAuth: 'none', version: 1 }] });
   });
 
   it('creates a mesh with 201, reads it back with its ETag, and replaces it with 200', async () => {
     const created = await putJson(`${api.url}/meshes/payments`, { type: 'Mesh', name: 'payments' });
     expect(created.status).toBe(201);
     expect(created.headers.get('etag')).toBe('"1"');
-    expect(await created.json()).toEqual({ type: 'Mesh', name: 'payments', version: 1 });
+    expect(await created.json()).toEqual({ type: 'Mesh', name: 'payments', dataplaneAuth: 'token', version: 1 });
 
     const read = await fetch(`${api.url}/meshes/payments`);
     expect(read.status).toBe(200);
     expect(read.headers.get('etag')).toBe('"1"');
-    expect(await read.json()).toEqual({ type: 'Mesh', name: 'payments', version: 1 });
+    expect(await read.json()).toEqual({ type: 'Mesh', name: 'payments', dataplaneAuth: 'token', version: 1 });
 
     const replaced = await putJson(`${api.url}/meshes/payments`, {});
     expect(replaced.status).toBe(200);

@@ -130,7 +130,7 @@ describe('GET /sessions over a fleet: instance and NACKing filters, counts, view
   it('filters by instance, and combines every filter', async () => {
     expect(nodes((await fleetJson('/sessions?instance=b')).body)).toEqual(['default.backend-1', 'default.backend-2', 'payments.ledger-1']);
     expect(nodes((await fleetJson('/sessions?instance=a&mesh=default&state=serving&nacking=true')).body)).toEqual(['default.web-1']);
-    expect((await fleetJson('/sessions?instance=c')).body).toEqual({ items: [], total: 0, counts: { byState: NONE, byInstance: {} } });
+    expect((await fleetJson('/sessions?instance=c')).body).toEqual({ items: [], total: 0, counts: { byState: NONE, byInstance: {} }, refused: { total: 0, recent: [] } });
   });
 
   it('counts the filtered sessions by state and by instance before paging', async () => {

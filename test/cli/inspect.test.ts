@@ -9,7 +9,7 @@ const LDS = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 
 const SERVING: SessionView = sessionView('default.backend-1', 'serving', {
   revision: 7,
-  stream: { id: 's-3', peer: '127.0.0.1:50122', openedAt: '2026-01-05T10:00:00.000Z', protocol: 'sotw' },
+  stream: { id: 's-3', peer: '127.0.0.1:50122', openedAt: '2026-01-05T10:00:00.000Z', protocol: 'sotw', authentication: { by: 'none' } },
   types: {
     CDS: {
       typeUrl: CDS,

@@ -54,7 +54,7 @@ export function withDataplane(state: MeshState, dataplane: Stored<Dataplane>): M
 }
 
 export function projection(revision: number, ...states: readonly MeshState[]): Projection {
-  return { revision: asSeq(revision), meshes: new Map(states.map((state) => [state.mesh.resource.name, state])) };
+  return { revision: asSeq(revision), meshes: new Map(states.map((state) => [state.mesh.resource.name, state])), credentials: new Map() };
 }
 
 /** Decoded JSON of a message, embedded `Any`s as `{ '@type': url, ...fields }`. */

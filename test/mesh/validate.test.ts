@@ -20,8 +20,16 @@ function issuesOf(input: unknown): readonly ValidationIssue[] {
 
 describe('validate', () => {
   describe('accepting and normalising', () => {
-    it('accepts a Mesh with a DNS-label name', () => {
-      expect(validate({ type: 'Mesh', name: 'default' })).toEqual({ ok: true, resource: { type: 'Mesh', name: 'default' } });
+    it('accepts a Mesh with a DNS-label name, requiring dataplane tokens unless it says otherwise', () => {
+      expect(validate({ type: 'Mesh', name: 'default' })).toEqual({ ok: true, resource: { type: 'Mesh', name: 'default', dataplaneAuth: 'token' } });
+      expect(validate({ type: 'Mesh', name: 'open', dataplaneAuth: 'none' })).toEqual({ ok: true, resource: { type: 'Mesh', name: 'open', dataplaneAuth: 'none' } });
+    });
+
+    it('refuses a dataplaneAuth other than none or token, naming the field', () => {
+      expect(validate({ type: 'Mesh', name: 'm', dataplaneAuth: 'mtls' })).toEqual({
+        ok: false,
+        issues: [{ path: 'dataplaneAuth', reason: 'must be one of "none", "token"' }],
+      });
     });
 
     it('fills in servicePort from port, defaults missing inbound and outbound to empty lists, and sorts tags', () => {

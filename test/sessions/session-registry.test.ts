@@ -45,7 +45,7 @@ async function registry() {
 }
 
 const NODE = 'default.backend-1';
-const stream = (id: string) => ({ id, peer: 'test', openedAt: 0, protocol: 'sotw' as const });
+const stream = (id: string) => ({ id, peer: 'test', openedAt: 0, protocol: 'sotw' as const, authentication: { by: 'none' as const } });
 const first = { protocol: 'sotw', typeUrl: CLUSTER, versionInfo: '', resourceNames: [], responseNonce: '', nodeId: NODE } as const;
 
 describe('I4: a superseded stream can no longer touch the node', () => {

@@ -38,13 +38,17 @@ describe('the node is read from the first request only (xDS "node only on the fi
     expect(harness.cp.session('default.web-1')?.state).toBe('serving');
   });
 
-  it('ignores a different node on a later request: the stream stays the first node\'s', async () => {
+  it('ends with PERMISSION_DENIED a stream whose later request names another node, sending that node nothing', async () => {
     const stream = open();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
     await stream.nextResponse();
     stream.send({ typeUrl: LISTENER, nodeId: 'default.web-1' });
-    const listeners = await stream.nextResponse();
-    expect(namesOf(listeners)).toEqual(['inbound:127.0.0.1:10001']);
+    const end = await stream.ending();
+    expect(end.code).toBe(status.PERMISSION_DENIED);
+    expect(end.details).toMatch(/node id cannot change on a stream: it opened as default\.backend-1, then sent default\.web-1/);
+    expect(stream.responses.map((response) => response.typeUrl)).toEqual([CLUSTER]);
+    expect(harness.cp.session('default.backend-1')?.state).toBe('disconnected');
+    expect(harness.cp.refusals().recent[0]).toMatchObject({ node: 'default.backend-1', code: 'PERMISSION_DENIED', reason: 'node-changed' });
   });
 
   it('ends a stream whose first request has no node with INVALID_ARGUMENT saying so', async () => {

@@ -1,0 +1,18 @@
+import { ChanceryError } from '../chancery-error.js';
+
+/** A token's lifetime is not a positive duration within the limit; nothing was issued. */
+export class InvalidTokenLifetimeError extends ChanceryError {
+  readonly code = 'CHANCERY_IDENTITY_INVALID_TTL';
+  readonly field = 'ttl';
+  constructor(readonly ttl: unknown, readonly max: number) {
+    super(`ttl must be a duration such as 24h, 90m or 30d, more than 0 and at most ${max / 86_400_000}d; got ${JSON.stringify(ttl)}`);
+  }
+}
+
+/** A request for a token or key names a field that is missing, unknown or not usable; nothing was issued. */
+export class InvalidIdentityRequestError extends ChanceryError {
+  readonly code = 'CHANCERY_IDENTITY_INVALID_REQUEST';
+  constructor(readonly field: string, reason: string) {
+    super(field === '' ? reason : `${field} ${reason}`);
+  }
+}

@@ -1,0 +1,12 @@
+export { authenticateApiCaller, issueApiToken, publicApiToken, type ApiAuthentication, type ApiCaller, type ApiTokenRequest, type IssuedApiToken } from './api-tokens.js';
+export { createCertificateAuthority, issueCertificate, namesOfCertificate, type CertifiedKey } from './certificate-authority.js';
+export { credentialsChanged } from './credential-changes.js';
+export type { CredentialStore } from './credential-store.js';
+export { issueDataplaneToken, TOKEN_ISSUER, type DataplaneTokenRequest, type IssuedDataplaneToken } from './dataplane-tokens.js';
+export { InvalidIdentityRequestError, InvalidTokenLifetimeError } from './errors.js';
+export { LIFETIMES, parseTtl } from './lifetimes.js';
+export { RefusalLog, type RefusalSummary } from './refusal-log.js';
+export { issueServiceAccount, publicServiceAccountKey, type IssuedServiceAccount, type ServiceAccountFile } from './service-accounts.js';
+export { currentSigningKey, publicSigningKey, rotateSigningKey } from './signing-keys.js';
+export { StreamAuthenticator, type StreamAuthenticatorOptions } from './stream-authenticator.js';
+export { TlsFiles, TlsFilesError, type TlsFilePaths, type TlsMaterial } from './tls-files.js';

@@ -1,0 +1,45 @@
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+
+/** An RSA key pair in PEM, and the id tokens it signs name it by (`kid`). */
+export interface KeyPair {
+  readonly kid: string;
+  /** SPKI PEM. */
+  readonly publicKey: string;
+  /** PKCS #8 PEM. */
+  readonly privateKey: string;
+}
+
+/** A new RSA-2048 key pair, with a random 40-hex-digit id (the shape of a Google `private_key_id`). */
+export function newKeyPair(): KeyPair {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  return { kid: randomBytes(20).toString('hex'), publicKey, privateKey };
+}
+
+// Parsed once per stored key (the projection keeps a resource's object while it is unchanged), and
+// forgotten with it: a verification at every stream open would otherwise parse the PEM.
+const publicKeys = new WeakMap<object, KeyObject>();
+const privateKeys = new WeakMap<object, KeyObject>();
+
+/** The key object of a stored key's public half. */
+export function publicKeyOf(holder: { readonly publicKey: string }): KeyObject {
+  let key = publicKeys.get(holder);
+  if (key === undefined) {
+    key = createPublicKey(holder.publicKey);
+    publicKeys.set(holder, key);
+  }
+  return key;
+}
+
+/** The key object of a stored key's private half. */
+export function privateKeyOf(holder: { readonly privateKey: string }): KeyObject {
+  let key = privateKeys.get(holder);
+  if (key === undefined) {
+    key = createPrivateKey(holder.privateKey);
+    privateKeys.set(holder, key);
+  }
+  return key;
+}
