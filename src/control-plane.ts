@@ -200,6 +200,17 @@ class ChanceryControlPlane implements ControlPlane {
     const options = this.#options;
     const registry = this.#registry;
     const spec = this.#storeSpec;
+    // Read first: TLS files that cannot be served fail the start before anything is opened.
+    const xdsTls = options.xdsTls && this.#tlsFiles(options.xdsTls);
+    let apiTls: TlsFiles | undefined;
+    try {
+      apiTls = options.apiTls && this.#tlsFiles(options.apiTls);
+    } catch (error) {
+      xdsTls?.stop();
+      throw error;
+    }
+    const followed = [xdsTls, apiTls].filter((files) => files !== undefined);
+    this.#xdsTls = xdsTls;
     const log = typeof spec === 'string' ? await openEventLog(spec, { instance: this.instanceId }) : spec;
     const store = createResourceStore(log, {
       instance: this.instanceId,
@@ -208,7 +219,7 @@ class ChanceryControlPlane implements ControlPlane {
       onCompacted: ({ previous, horizon }) =>
         this.#logger.info({ previous, horizon, retention: describeRetention(this.#retention) }, 'event log compacted'),
     });
-    this.#running = { log, store, subscriptions: [], tls: [] };
+    this.#running = { log, store, subscriptions: [], tls: followed };
     await store.start();
     let admitted = store.projection;
     const subscriptions = [
@@ -221,10 +232,7 @@ class ChanceryControlPlane implements ControlPlane {
       this.metrics.followChangeFeed(store.projections, store.projection.revision),
       (options.watchdog ?? interval(options.refreshInterval ?? DEFAULTS.refreshInterval)).subscribe(() => registry.tick()),
     ];
-    const tls = [options.xdsTls, options.apiTls].map((paths) => paths && this.#tlsFiles(paths));
-    const [xdsTls, apiTls] = tls;
-    this.#xdsTls = xdsTls;
-    this.#running = { log, store, subscriptions, tls: tls.filter((files) => files !== undefined) };
+    this.#running = { log, store, subscriptions, tls: followed };
     if (options.inspect) {
       // Loaded only when asked for: the inspector brings a WebSocket client and serializers.
       this.#inspector = await connectInspector(options.inspect, this.instanceId);

@@ -13,26 +13,48 @@ type BootstrapFormat = (typeof FORMATS)[number];
 /** Envoy's own default admin port. */
 const DEFAULT_ADMIN_PORT = 9901;
 
+/** The request header a dataplane token for an Envoy bootstrap comes in: a secret stays out of URLs and logs. */
+export const DATAPLANE_TOKEN_HEADER = 'x-chancery-dataplane-token';
+
+const GRPC_CREDENTIALS = ['insecure', 'google_default'] as const;
+
 /**
  * `GET /meshes/{mesh}/dataplanes/{name}/bootstrap?format=envoy|grpc` (DESIGN §7): what the
  * dataplane starts from, as `chancery bootstrap` prints it. `xds=HOST:PORT` is where it dials
- * (default: this instance's own xDS address); Envoy also takes `adminPort=N` and `delta=true`.
+ * (default: this instance's own xDS address). Envoy also takes `adminPort=N`, `delta=true`,
+ * `caFile=PATH` (TLS to Chancery, trusting that CA file on the Envoy's host) and a dataplane
+ * token in the `X-Chancery-Dataplane-Token` header; gRPC takes `credentials=insecure|google_default`.
  */
 export function registerBootstrapRoutes(app: FastifyInstance, { store, xdsAddress }: Pick<ApiBackend, 'store' | 'xdsAddress'>): void {
   app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/bootstrap', async (request, reply) => {
     const { query } = request;
-    onlyKnown(query, ['format', 'xds', 'adminPort', 'delta']);
+    onlyKnown(query, ['format', 'xds', 'adminPort', 'delta', 'caFile', 'credentials']);
     const format = formatOf(query);
     const xds = xdsOf(query, xdsAddress());
     const dataplane = dataplaneOf(store, { type: 'Dataplane', ...request.params });
+    const token = request.headers[DATAPLANE_TOKEN_HEADER];
     if (format === 'grpc') {
-      for (const field of ['adminPort', 'delta']) {
-        if (query[field] !== undefined) throw new InvalidQueryError(field, `${field} applies to format=envoy: a proxyless gRPC client has no admin listener and speaks SotW only`);
+      for (const field of ['adminPort', 'delta', 'caFile']) {
+        if (query[field] !== undefined) throw new InvalidQueryError(field, `${field} applies to format=envoy: a proxyless gRPC client has no admin listener, speaks SotW only, and reads its CA from GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`);
       }
-      return reply.type('application/json; charset=utf-8').send(`${JSON.stringify(grpcBootstrap(dataplane.resource, { xds }), null, 2)}\n`);
+      if (token !== undefined) throw new InvalidQueryError(DATAPLANE_TOKEN_HEADER, 'a proxyless gRPC client cannot send a token from its bootstrap: give it a service account (credentials=google_default)');
+      const credentials = credentialsOf(query);
+      return reply.type('application/json; charset=utf-8').send(`${JSON.stringify(grpcBootstrap(dataplane.resource, { xds, credentials }), null, 2)}\n`);
     }
+    if (query['credentials'] !== undefined) throw new InvalidQueryError('credentials', 'credentials applies to format=grpc; an Envoy takes caFile and a token');
+    if (Array.isArray(token) || (token !== undefined && !/^[\x21-\x7e]+$/.test(token))) {
+      throw new InvalidQueryError(DATAPLANE_TOKEN_HEADER, `${DATAPLANE_TOKEN_HEADER} must be one token, without spaces`);
+    }
+    const caFile = single(query, 'caFile');
+    if (caFile === '') throw new InvalidQueryError('caFile', 'caFile must be a path');
     const adminPort = integer(query, 'adminPort', { min: 0, max: 65_535 }) ?? DEFAULT_ADMIN_PORT;
-    const bootstrap = envoyBootstrap(dataplane.resource, { xds, adminPort, mode: deltaOf(query) ? 'delta' : 'sotw' });
+    const bootstrap = envoyBootstrap(dataplane.resource, {
+      xds,
+      adminPort,
+      mode: deltaOf(query) ? 'delta' : 'sotw',
+      ...(token !== undefined && { token }),
+      ...(caFile !== undefined && { caFile }),
+    });
     const document = new Document(bootstrap);
     const { mesh, name } = dataplane.resource;
     document.commentBefore = ` Envoy bootstrap for Dataplane ${mesh}/${name} (node ${nodeIdOf(mesh, name)}), from Chancery at ${formatHostPort(xds)}.\n envoy -c <this file>`;
@@ -52,6 +74,13 @@ function xdsOf(query: Query, own: string): HostPort {
   const parsed = parseHostPort(given ?? own);
   if (parsed === undefined || parsed.port === 0) throw new InvalidQueryError('xds', `xds must be ${HOST_PORT_RULE}; got ${given}`);
   return dialable(parsed);
+}
+
+function credentialsOf(query: Query): (typeof GRPC_CREDENTIALS)[number] {
+  const given = single(query, 'credentials') ?? 'insecure';
+  const known = GRPC_CREDENTIALS.find((candidate) => candidate === given);
+  if (known === undefined) throw new InvalidQueryError('credentials', `credentials must be one of ${GRPC_CREDENTIALS.join(', ')}; got ${given}`);
+  return known;
 }
 
 function deltaOf(query: Query): boolean {

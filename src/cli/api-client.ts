@@ -1,3 +1,5 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { ApiRejectedError, ApiUnreachableError, type RejectionBody, UnexpectedResponseError } from './errors.js';
 
 // Long enough for a store write under load, short enough that a wedged server does not hang a script.
@@ -9,12 +11,30 @@ export interface ApiAnswer {
   readonly body: unknown;
 }
 
+/** How the client reaches and proves itself to the API. */
+export interface ApiConnection {
+  readonly address: string;
+  /** An API token, sent as `Authorization: Bearer …`. */
+  readonly token?: string;
+  /** HTTPS, trusting this CA (PEM); plain HTTP without it. */
+  readonly ca?: Buffer;
+  /** A client certificate and key (PEM), for an API that asks for one (`--api-tls-client-ca`). */
+  readonly cert?: Buffer;
+  readonly key?: Buffer;
+}
+
+type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
+
 /** The HTTP API of one running instance, for the client commands. */
 export class ApiClient {
-  readonly #base: string;
+  readonly #connection: ApiConnection;
 
-  constructor(readonly address: string) {
-    this.#base = `http://${address}`;
+  constructor(connection: ApiConnection) {
+    this.#connection = connection;
+  }
+
+  get address(): string {
+    return this.#connection.address;
   }
 
   /**
@@ -22,46 +42,57 @@ export class ApiClient {
    * `ApiRejectedError` for a 4xx/5xx carrying an API error body, and
    * `UnexpectedResponseError` for anything that is not the API's JSON.
    */
-  async request(method: 'GET' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<ApiAnswer> {
-    const { response, text } = await this.#send(method, path, body);
+  async request(method: Method, path: string, body?: unknown): Promise<ApiAnswer> {
+    const { status, text } = await this.#send(method, path, body, {});
     const parsed = text === '' ? undefined : parseJson(text);
-    if (response.ok && (parsed !== undefined || response.status === 204)) return { status: response.status, body: parsed };
-    throw this.#refusal(response, text, parsed);
+    if (ok(status) && (parsed !== undefined || status === 204)) return { status, body: parsed };
+    throw this.#refusal(status, text, parsed);
   }
 
   /** A GET whose answer is a document (YAML, JSON) to print as it is; refused as `request` is. */
-  async text(path: string): Promise<string> {
-    const { response, text } = await this.#send('GET', path, undefined);
-    if (response.ok) return text;
-    throw this.#refusal(response, text, parseJson(text));
+  async text(path: string, headers: Readonly<Record<string, string>> = {}): Promise<string> {
+    const { status, text } = await this.#send('GET', path, undefined, headers);
+    if (ok(status)) return text;
+    throw this.#refusal(status, text, parseJson(text));
   }
 
-  async #send(method: string, path: string, body: unknown): Promise<{ response: Response; text: string }> {
-    let response: Response;
-    try {
-      response = await fetch(`${this.#base}${path}`, {
-        method,
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-        ...(body !== undefined && { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-      });
-    } catch (error) {
-      throw new ApiUnreachableError(this.address, reasonOf(error), { cause: error });
-    }
-    return { response, text: await response.text() };
+  #send(method: Method, path: string, body: unknown, extra: Readonly<Record<string, string>>): Promise<{ status: number; text: string }> {
+    const { address, token, ca, cert, key } = this.#connection;
+    const colon = address.lastIndexOf(':');
+    const headers: Record<string, string> = { ...extra, ...(token !== undefined && { authorization: `Bearer ${token}` }) };
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    if (payload !== undefined) headers['content-type'] = 'application/json';
+    const options = {
+      method,
+      host: address.slice(0, colon).replace(/^\[(.*)\]$/, '$1'),
+      port: Number(address.slice(colon + 1)),
+      path,
+      headers,
+      timeout: REQUEST_TIMEOUT_MS,
+      ...(ca && { ca, ...(cert && key && { cert, key }) }),
+    };
+    return new Promise((resolve, reject) => {
+      const answer = (response: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+        response.on('error', (error) => reject(new ApiUnreachableError(address, error.message, { cause: error })));
+      };
+      const sent = ca ? httpsRequest(options, answer) : httpRequest(options, answer);
+      sent.on('timeout', () => sent.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS / 1000}s`)));
+      sent.on('error', (error) => reject(new ApiUnreachableError(address, error.message, { cause: error })));
+      sent.end(payload);
+    });
   }
 
-  #refusal(response: Response, text: string, parsed: unknown): Error {
-    if (!response.ok && isRejection(parsed)) return new ApiRejectedError(response.status, parsed);
-    return new UnexpectedResponseError(this.address, response.status, text);
+  #refusal(status: number, text: string, parsed: unknown): Error {
+    if (!ok(status) && isRejection(parsed)) return new ApiRejectedError(status, parsed);
+    return new UnexpectedResponseError(this.address, status, text);
   }
 }
 
-function reasonOf(error: unknown): string {
-  if (error instanceof DOMException && error.name === 'TimeoutError') return `no answer within ${REQUEST_TIMEOUT_MS / 1000}s`;
-  // fetch reports "fetch failed" and puts the socket error (ECONNREFUSED, ENOTFOUND) in `cause`.
-  const cause = error instanceof Error ? error.cause : undefined;
-  if (cause instanceof Error) return cause.message;
-  return error instanceof Error ? error.message : String(error);
+function ok(status: number): boolean {
+  return status >= 200 && status < 300;
 }
 
 function parseJson(text: string): unknown {

@@ -1,10 +1,14 @@
 import type { Logger } from 'pino';
 import type { ControlPlaneOptions } from '../control-plane-options.js';
 import { DEFAULTS } from '../defaults.js';
+import { isLoopback } from '../host-port.js';
+import type { TlsFilePaths } from '../identity/index.js';
 import { parseInspectorUrl, parseNodePattern } from '../inspector/index.js';
 import { UsageError } from './errors.js';
 import {
   parseAddress,
+  parseApiAuth,
+  parseFile,
   parseInstanceId,
   parseLogLevel,
   parseOptionalDuration,
@@ -46,6 +50,28 @@ export const RUN_OPTIONS = {
     value: 'HOST:PORT',
     help: 'the HTTP API',
     parse: parseAddress,
+  },
+  xdsTlsCert: tlsFile('xds', 'cert', 'serve xDS over TLS with this certificate (PEM; reloaded when it changes); needs --xds-tls-key'),
+  xdsTlsKey: tlsFile('xds', 'key', "the xDS certificate's private key (PEM)"),
+  xdsTlsClientCa: tlsFile('xds', 'client-ca', 'mutual TLS: dataplanes must present a certificate signed by this CA (PEM)'),
+  apiTlsCert: tlsFile('api', 'cert', 'serve the API over HTTPS with this certificate (PEM; reloaded when it changes); needs --api-tls-key'),
+  apiTlsKey: tlsFile('api', 'key', "the API certificate's private key (PEM)"),
+  apiTlsClientCa: tlsFile('api', 'client-ca', 'mutual TLS: API clients must present a certificate signed by this CA (PEM)'),
+  apiAuth: {
+    flag: 'api-auth',
+    env: 'CHANCERY_API_AUTH',
+    default: undefined,
+    value: 'none|token',
+    help: 'token: API calls need an API token whose role allows them (/healthz, /readyz, /metrics and the UI files stay open); default none on a loopback --api-address, token otherwise; none on another address is refused',
+    parse: parseApiAuth,
+  },
+  tlsReloadInterval: {
+    flag: 'tls-reload-interval',
+    env: 'CHANCERY_TLS_RELOAD_INTERVAL',
+    default: `${DEFAULTS.tlsReloadInterval}ms`,
+    value: 'DURATION',
+    help: 'how often the TLS files are read again; a changed certificate is served to new connections without a restart',
+    parse: parsePositiveDuration,
   },
   store: {
     flag: 'store',
@@ -145,6 +171,18 @@ export const RUN_OPTIONS = {
   },
 } as const satisfies Record<string, OptionSpec<unknown>>;
 
+/** A TLS file setting of the xDS or API listener: `--xds-tls-cert`, `CHANCERY_API_TLS_CLIENT_CA`, … */
+function tlsFile(listener: 'xds' | 'api', part: 'cert' | 'key' | 'client-ca', help: string): OptionSpec<string> {
+  return {
+    flag: `${listener}-tls-${part}`,
+    env: `CHANCERY_${listener.toUpperCase()}_TLS_${part.toUpperCase().replace('-', '_')}`,
+    default: undefined,
+    value: 'FILE',
+    help,
+    parse: parseFile,
+  };
+}
+
 type Specs = Readonly<Record<string, OptionSpec<unknown>>>;
 
 /** The settings a table yields: parsed values, undefined only where the table has no default. */
@@ -209,8 +247,41 @@ export function controlPlaneOptionsOf(config: RunConfig, logger: Logger): Contro
     maxConnectionAge: config.maxConnectionAge,
     drainPeriod: config.drainPeriod,
     ...inspectOf(config),
+    ...tlsOf(config),
+    ...apiAuthOf(config),
+    tlsReloadInterval: config.tlsReloadInterval,
     logger,
   };
+}
+
+/** Each listener's TLS files: a certificate and its key together, and a client CA only beside them. */
+function tlsOf(config: RunConfig): Pick<ControlPlaneOptions, 'xdsTls' | 'apiTls'> {
+  const listener = (name: 'xds' | 'api', cert: string | undefined, key: string | undefined, clientCa: string | undefined): TlsFilePaths | undefined => {
+    if (cert === undefined && key === undefined) {
+      if (clientCa !== undefined) throw new UsageError(`--${name}-tls-client-ca needs --${name}-tls-cert and --${name}-tls-key: mutual TLS is TLS first`);
+      return undefined;
+    }
+    if (cert === undefined || key === undefined) throw new UsageError(`--${name}-tls-cert and --${name}-tls-key go together`);
+    return { cert, key, ...(clientCa !== undefined && { clientCa }) };
+  };
+  const xdsTls = listener('xds', config.xdsTlsCert, config.xdsTlsKey, config.xdsTlsClientCa);
+  const apiTls = listener('api', config.apiTlsCert, config.apiTlsKey, config.apiTlsClientCa);
+  return { ...(xdsTls && { xdsTls }), ...(apiTls && { apiTls }) };
+}
+
+/**
+ * Anyone who reaches the API could rewrite the fleet, so without tokens it listens on loopback
+ * only; anywhere else it needs `--api-auth token`, which is the default there.
+ */
+function apiAuthOf(config: RunConfig): Pick<ControlPlaneOptions, 'apiAuth'> {
+  const host = config.apiAddress.slice(0, config.apiAddress.lastIndexOf(':'));
+  const apiAuth = config.apiAuth ?? (isLoopback(host) ? 'none' : 'token');
+  if (apiAuth === 'none' && !isLoopback(host)) {
+    throw new UsageError(
+      `--api-auth none on ${config.apiAddress} would let anyone who reaches it rewrite the fleet: listen on loopback (127.0.0.1) or use --api-auth token (README "Securing Chancery")`,
+    );
+  }
+  return { apiAuth };
 }
 
 /**

@@ -2,18 +2,35 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { type CliIo, stopSignal } from './cli-io.js';
 import type { Command } from './command.js';
+import { apiTokenCommand } from './commands/api-token-command.js';
 import { applyCommand } from './commands/apply-command.js';
 import { bootstrapCommand } from './commands/bootstrap-command.js';
+import { caCommand } from './commands/ca-command.js';
 import { deleteCommand } from './commands/delete-command.js';
 import { getCommand } from './commands/get-command.js';
 import { historyCommand } from './commands/history-command.js';
 import { inspectCommand } from './commands/inspect-command.js';
+import { keyCommand } from './commands/key-command.js';
 import { runCommand } from './commands/run-command.js';
 import { statechartCommand } from './commands/statechart-command.js';
+import { tokenCommand } from './commands/token-command.js';
 import { UsageError } from './errors.js';
 import { EXIT, reportError } from './report-error.js';
 
-const COMMANDS: readonly Command[] = [runCommand, applyCommand, getCommand, deleteCommand, historyCommand, inspectCommand, bootstrapCommand, statechartCommand];
+const COMMANDS: readonly Command[] = [
+  runCommand,
+  applyCommand,
+  getCommand,
+  deleteCommand,
+  historyCommand,
+  inspectCommand,
+  bootstrapCommand,
+  statechartCommand,
+  tokenCommand,
+  keyCommand,
+  apiTokenCommand,
+  caCommand,
+];
 
 const OVERVIEW = `Usage: chancery COMMAND [options]
 

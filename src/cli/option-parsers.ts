@@ -73,3 +73,14 @@ export function parseRetention(text: string): Retention | 'off' {
   if (maxAge !== undefined && maxAge > 0) return { maxAge };
   throw new Error(`expected off, a number of events such as 100000, or an age such as 30d, 12h or 90m; got "${text}"`);
 }
+
+/** A file path (whether it can be read is the control plane's call, which names the file). */
+export function parseFile(text: string): string {
+  if (text.trim() === '') throw new Error('expected a file');
+  return text;
+}
+
+export function parseApiAuth(text: string): 'none' | 'token' {
+  if (text !== 'none' && text !== 'token') throw new Error(`expected none or token; got "${text}"`);
+  return text;
+}

@@ -12,6 +12,10 @@ export interface EnvoyBootstrapOptions {
   /** The admin listener's port on 127.0.0.1; 0 lets the OS choose (`--admin-address-path` tells which). */
   readonly adminPort: number;
   readonly mode: XdsMode;
+  /** A dataplane token, sent as `authorization: Bearer …` when the ADS stream opens. */
+  readonly token?: string;
+  /** Dial Chancery over TLS, trusting this CA file (a path on the Envoy's host) and checking the name dialled. */
+  readonly caFile?: string;
 }
 
 /** The name of the static cluster through which an Envoy reaches Chancery. */
@@ -29,7 +33,8 @@ const TCP_KEEPALIVE = { keepalive_time: 30, keepalive_interval: 10, keepalive_pr
  * The bootstrap an Envoy sidecar of `dataplane` starts from (envoy.config.bootstrap.v3.Bootstrap,
  * as YAML/JSON fields): its node id and cluster, ADS over gRPC to Chancery with retry back-off
  * and keepalive, the node sent on the first request only (xDS allows it; Chancery reads it
- * there), an admin listener on loopback, and the `initial_metadata` a token goes into.
+ * there), an admin listener on loopback, the dataplane token in `initial_metadata`, and TLS
+ * to Chancery when given a CA file.
  */
 export function envoyBootstrap(dataplane: Valid<Dataplane>, options: EnvoyBootstrapOptions): object {
   const { xds } = options;
@@ -45,7 +50,7 @@ export function envoyBootstrap(dataplane: Valid<Dataplane>, options: EnvoyBootst
           {
             envoy_grpc: { cluster_name: XDS_CLUSTER, retry_policy: { retry_back_off: RETRY_BACK_OFF } },
             // Headers sent when the stream opens: where a dataplane token goes.
-            initial_metadata: [],
+            initial_metadata: options.token === undefined ? [] : [{ key: 'authorization', value: `Bearer ${options.token}` }],
           },
         ],
       },
@@ -66,6 +71,7 @@ export function envoyBootstrap(dataplane: Valid<Dataplane>, options: EnvoyBootst
             },
           },
           upstream_connection_options: { tcp_keepalive: TCP_KEEPALIVE },
+          ...(options.caFile !== undefined && { transport_socket: upstreamTls(host, options.caFile) }),
           load_assignment: {
             cluster_name: XDS_CLUSTER,
             endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: host, port_value: xds.port } } } }] }],
@@ -77,19 +83,48 @@ export function envoyBootstrap(dataplane: Valid<Dataplane>, options: EnvoyBootst
   };
 }
 
+/**
+ * Envoy's TLS to Chancery: the server's certificate must chain to `caFile` and name the host
+ * dialled (Envoy checks no name unless told to), with SNI for a DNS name.
+ */
+function upstreamTls(host: string, caFile: string): object {
+  const dns = isIP(host) === 0;
+  return {
+    name: 'envoy.transport_sockets.tls',
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+      ...(dns && { sni: host }),
+      common_tls_context: {
+        alpn_protocols: ['h2'],
+        validation_context: {
+          trusted_ca: { filename: caFile },
+          match_typed_subject_alt_names: [{ san_type: dns ? 'DNS' : 'IP_ADDRESS', matcher: { exact: host } }],
+        },
+      },
+    },
+  };
+}
+
+/**
+ * How a proxyless gRPC client dials Chancery: `insecure`, or `google_default`: TLS trusting
+ * `GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`, with a JWT the client signs on every stream with the
+ * service account in `GOOGLE_APPLICATION_CREDENTIALS` (README "Securing Chancery").
+ */
+export type GrpcChannelCredentials = 'insecure' | 'google_default';
+
 export interface GrpcBootstrapOptions {
   /** Where the gRPC client dials Chancery (or the balancer in front of it). */
   readonly xds: HostPort;
+  readonly credentials: GrpcChannelCredentials;
 }
 
 /**
  * The JSON a proxyless gRPC client reads from `GRPC_XDS_BOOTSTRAP` (gRFC A27): one xDS server
- * over insecure credentials speaking v3, and the node, whose `locality` grpc-js-xds requires.
- * gRPC clients speak SotW only.
+ * speaking v3, and the node, whose `locality` grpc-js-xds requires. gRPC clients speak SotW only.
  */
 export function grpcBootstrap(dataplane: Valid<Dataplane>, options: GrpcBootstrapOptions): object {
   return {
-    xds_servers: [{ server_uri: formatHostPort(options.xds), channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
+    xds_servers: [{ server_uri: formatHostPort(options.xds), channel_creds: [{ type: options.credentials }], server_features: ['xds_v3'] }],
     node: {
       id: nodeIdOf(dataplane.mesh, dataplane.name),
       cluster: clusterOf(dataplane),

@@ -31,6 +31,14 @@ export {
   type ResourceType,
   type Valid,
 } from './resources.js';
-export { envoyBootstrap, grpcBootstrap, XDS_CLUSTER, type EnvoyBootstrapOptions, type GrpcBootstrapOptions, type XdsMode } from './bootstrap.js';
+export {
+  envoyBootstrap,
+  grpcBootstrap,
+  XDS_CLUSTER,
+  type EnvoyBootstrapOptions,
+  type GrpcBootstrapOptions,
+  type GrpcChannelCredentials,
+  type XdsMode,
+} from './bootstrap.js';
 export type { GenerationInput, Held, MeshResources } from './generation-input.js';
 export { chanceryMessageType, decodeResourceMessage, encodeResourceMessage, resourceJson, resourceMessageType } from './resource-schema.js';

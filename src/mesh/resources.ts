@@ -13,7 +13,6 @@ export const DATAPLANE_AUTH_MODES: readonly DataplaneAuth[] = ['none', 'token'];
 export interface Mesh {
   readonly type: 'Mesh';
   readonly name: string;
-  /** Absent only in meshes stored before identity existed, which keep serving as `none`. */
   readonly dataplaneAuth: DataplaneAuth;
 }
 

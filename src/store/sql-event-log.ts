@@ -429,7 +429,7 @@ function eventsOf(rows: readonly SqlRow[]): ResourceEvent[] {
 function storedOfRow(row: SqlRow): Stored<Resource> {
   // Only validated resources are stored: events and checkpoints both come from `Valid` ones.
   return {
-    resource: row['body'] as Valid<Resource>,
+    resource: upcast(row['body'] as Valid<Resource>),
     version: asResourceVersion(Number(row['version'])),
     seq: asSeq(Number(row['seq'])),
     updatedAt: String(row['at']),
@@ -448,6 +448,14 @@ function eventOf(row: SqlRow): ResourceEvent {
   const caller = row['caller'];
   const by: Author = caller === null || caller === undefined ? { instance } : { instance, caller: String(caller) };
   // The log stores only resources that passed validation (`Write` takes `Valid<Resource>`).
-  if (row['kind'] === 'upserted') return { seq, key, version, at, by, kind: 'upserted', resource: row['body'] as Valid<Resource> };
+  if (row['kind'] === 'upserted') return { seq, key, version, at, by, kind: 'upserted', resource: upcast(row['body'] as Valid<Resource>) };
   return { seq, key, version, at, by, kind: 'deleted' };
+}
+
+/**
+ * A stored body as this Chancery reads it: a Mesh written before meshes said how their
+ * dataplanes authenticate was open to any, so it reads as `dataplaneAuth: none`.
+ */
+function upcast(resource: Valid<Resource>): Valid<Resource> {
+  return resource.type === 'Mesh' && resource.dataplaneAuth === undefined ? { ...resource, dataplaneAuth: 'none' } : resource;
 }

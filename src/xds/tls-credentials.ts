@@ -20,15 +20,19 @@ export function grpcServerCredentials(tls: TlsSource): ServerCredentials {
     for (const listener of identity) listener({ certificate: cert, privateKey: key });
     if (clientCa !== undefined) for (const listener of authorities) listener({ caCertificate: clientCa });
   });
+  // The first material goes out on a microtask: grpc-js 1.14 registers the listeners before the
+  // server's own watcher, so an answer given at once would never reach the server, which would
+  // then drop every connection as "credentials not loaded".
   const provider: Provider = {
     addIdentityCertificateListener(listener) {
       identity.add(listener);
-      listener({ certificate: tls.material.cert, privateKey: tls.material.key });
+      queueMicrotask(() => listener({ certificate: tls.material.cert, privateKey: tls.material.key }));
     },
     removeIdentityCertificateListener: (listener) => identity.delete(listener),
     addCaCertificateListener(listener) {
       authorities.add(listener);
-      if (tls.material.clientCa !== undefined) listener({ caCertificate: tls.material.clientCa });
+      const { clientCa } = tls.material;
+      if (clientCa !== undefined) queueMicrotask(() => listener({ caCertificate: clientCa }));
     },
     removeCaCertificateListener: (listener) => authorities.delete(listener),
   };

@@ -201,8 +201,9 @@ export class XdsServer {
       writer.end({ code: RECONNECT, message: `instance ${instanceId} is draining; reconnect to another instance` });
       return;
     }
-    // Read once, when the stream opens (as Kuma does); gRPC metadata cannot change later.
-    const authorization = call.metadata.get('authorization').map(String);
+    // Read once, when the stream opens (as Kuma does); gRPC metadata cannot change later, and
+    // Node's HTTP/2 allows a single authorization header.
+    const [authorization] = call.metadata.get('authorization').map(String);
     this.#open.add(writer);
     const aged = this.#ageLimit(writer);
     /** The node the first request claimed, for the messages of a stream that ends. */
@@ -277,10 +278,7 @@ export class XdsServer {
       }
       const claimed = typed.nodeId;
       node = claimed;
-      if (authorization.length > 1) {
-        return refuse(claimed, { code: 'UNAUTHENTICATED', reason: 'token-malformed', message: 'the stream carries more than one authorization metadata value' });
-      }
-      const decided = admission.admit(claimed, authorization[0]);
+      const decided = admission.admit(claimed, authorization);
       if (!(decided instanceof Promise)) return open(claimed, typed, decided);
       pending = [];
       decided.then(

@@ -28,7 +28,30 @@ describe('the run option table', () => {
       drainPeriod: 5_000,
       retention: 'off',
       logLevel: 'info',
+      tlsReloadInterval: 1_000,
     });
+  });
+
+  it('serves the API without tokens only on loopback, with tokens by default anywhere else', () => {
+    const logger = pino({ level: 'silent' });
+    expect(controlPlaneOptionsOf(resolve({}), logger).apiAuth).toBe('none');
+    expect(controlPlaneOptionsOf(resolve({ 'api-address': '[::1]:5681' }), logger).apiAuth).toBe('none');
+    expect(controlPlaneOptionsOf(resolve({ 'api-address': '0.0.0.0:5681' }), logger).apiAuth).toBe('token');
+    expect(controlPlaneOptionsOf(resolve({ 'api-address': '127.0.0.1:5681', 'api-auth': 'token' }), logger).apiAuth).toBe('token');
+    expect(usageMessage(() => controlPlaneOptionsOf(resolve({ 'api-address': '10.0.0.7:5681', 'api-auth': 'none' }), logger))).toMatch(
+      /--api-auth none on 10\.0\.0\.7:5681 would let anyone who reaches it rewrite the fleet/,
+    );
+    expect(usageMessage(() => resolve({ 'api-auth': 'basic' }))).toBe('--api-auth: expected none or token; got "basic"');
+  });
+
+  it('takes TLS files per listener, a certificate with its key, a client CA only beside them', () => {
+    const logger = pino({ level: 'silent' });
+    expect(controlPlaneOptionsOf(resolve({ 'xds-tls-cert': 'c.pem', 'xds-tls-key': 'k.pem', 'xds-tls-client-ca': 'ca.pem' }), logger)).toMatchObject({
+      xdsTls: { cert: 'c.pem', key: 'k.pem', clientCa: 'ca.pem' },
+    });
+    expect(controlPlaneOptionsOf(resolve({}, { CHANCERY_API_TLS_CERT: 'c.pem', CHANCERY_API_TLS_KEY: 'k.pem' }), logger)).toMatchObject({ apiTls: { cert: 'c.pem', key: 'k.pem' } });
+    expect(usageMessage(() => controlPlaneOptionsOf(resolve({ 'xds-tls-cert': 'c.pem' }), logger))).toBe('--xds-tls-cert and --xds-tls-key go together');
+    expect(usageMessage(() => controlPlaneOptionsOf(resolve({ 'api-tls-client-ca': 'ca.pem' }), logger))).toMatch(/--api-tls-client-ca needs --api-tls-cert and --api-tls-key/);
   });
 
   it('refuses an --instance-ttl shorter than 3 × --record-interval: live instances would look dead', () => {
@@ -99,6 +122,8 @@ describe('the run option table', () => {
       instanceTtl: 15_000,
       maxConnectionAge: 'off',
       drainPeriod: 5_000,
+      apiAuth: 'none',
+      tlsReloadInterval: 1_000,
       logger,
     });
     expect('instanceId' in options).toBe(false);

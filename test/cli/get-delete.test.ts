@@ -28,8 +28,8 @@ describe('chancery get', () => {
   });
 
   it('accepts mesh, meshes, dp and any case as TYPE', async () => {
-    expect((await cli('get', 'meshes')).stdout).toBe('NAME      VERSION\ndefault   1\n');
-    expect((await cli('get', 'Mesh', 'default')).stdout).toBe('NAME      VERSION\ndefault   1\n');
+    expect((await cli('get', 'meshes')).stdout).toBe('NAME      DATAPLANE-AUTH   VERSION\ndefault   none             1\n');
+    expect((await cli('get', 'Mesh', 'default')).stdout).toBe('NAME      DATAPLANE-AUTH   VERSION\ndefault   none             1\n');
     expect((await cli('get', 'DP', 'backend-2')).stdout).toContain('backend-2');
   });
 

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openEventLog, type EventLog } from '../../src/store/index.js';
 import type { DecodedDeltaResponse } from '../../src/xds/decode.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import { eventually } from '../support/traffic.js';
 import { DeltaStream } from '../support/ads-client.js';
 import { startFleetInstance, type FleetInstance } from '../support/fleet-instance.js';
 import { backendDataplane } from '../support/harness.js';
@@ -96,7 +97,9 @@ describe('a Delta node that moves from instance A to instance B', () => {
 
     // A change written on A reaches the node through B, as what changed only.
     await a.cp.apply(backendDataplane('backend-2', 10003));
-    await b.cp.store.refresh();
+    const { revision } = await b.cp.store.refresh();
+    // B regenerates on its own schedule: the barrier only orders what B has already decided to send.
+    await eventually('B serving the change', () => b.cp.session(NODE)?.revision === revision);
     const changed = await settle(second, 'after-change');
     expect(changed.map((r) => [r.typeUrl, r.resources.map((x) => x.name), r.removed])).toEqual([[ENDPOINT, ['backend'], []]]);
   });

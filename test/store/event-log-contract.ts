@@ -5,7 +5,7 @@ import { compact } from '../../src/store/compaction.js';
 import { MeshNotFoundError, NotFoundError, RevisionCompactedError, StoreUnavailableError, VersionConflictError } from '../../src/store/errors.js';
 import { applyEvents, emptyProjection, projectionOf } from '../../src/store/projection.js';
 import { asResourceVersion, asSeq, type EventLog, type ResourceEvent, type Retention } from '../../src/store/types.js';
-import { author, dataplane, dataplaneKey, mesh, meshKey } from './fixtures.js';
+import { apiToken, author, signingKey, dataplane, dataplaneKey, mesh, meshKey } from './fixtures.js';
 
 const v = asResourceVersion;
 
@@ -241,6 +241,20 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
         await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
         const [recreated] = await log.append([{ kind: 'upserted', resource: dataplane('m', 'a'), expected: 'absent' }], author);
         expect(recreated!.version).toBe(3);
+      });
+
+      it('deletes the keys of a Mesh with it, as its Dataplanes, and keeps global resources of the same name', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        await log.append([{ kind: 'upserted', resource: signingKey('m', 'k1') }, { kind: 'upserted', resource: dataplane('m', 'a') }, { kind: 'upserted', resource: apiToken('m') }], author);
+        const events = await log.append([{ kind: 'deleted', key: meshKey('m') }], author);
+        expect(events.map((event) => [event.kind, event.key.type, event.key.name])).toEqual([
+          ['deleted', 'Dataplane', 'a'],
+          ['deleted', 'SigningKey', 'k1'],
+          ['deleted', 'Mesh', 'm'],
+        ]);
+        await expect(log.append([{ kind: 'upserted', resource: signingKey('m', 'k2') }], author)).rejects.toMatchObject({ code: 'CHANCERY_STORE_MESH_NOT_FOUND', mesh: 'm' });
+        const [token] = await log.append([{ kind: 'upserted', resource: apiToken('m') }], author);
+        expect(token!.version).toBe(2);
       });
 
       it('deletes with a Mesh the Dataplanes written earlier in the same batch, and not those deleted in it', async () => {

@@ -1,10 +1,10 @@
-import type { Dataplane, Mesh, ResourceKey, Valid } from '../../src/mesh/resources.js';
+import { keyOf, type ApiToken, type Dataplane, type Mesh, type Resource, type ResourceKey, type SigningKey, type Valid } from '../../src/mesh/resources.js';
 import { asResourceVersion, asSeq, type Author, type ResourceEvent } from '../../src/store/types.js';
 
 export const author: Author = { instance: 'test' };
 
 export function mesh(name: string): Valid<Mesh> {
-  return { type: 'Mesh', name } as Valid<Mesh>;
+  return { type: 'Mesh', name, dataplaneAuth: 'none' } as Valid<Mesh>;
 }
 
 export function dataplane(meshName: string, name: string, port = 10001): Valid<Dataplane> {
@@ -17,6 +17,16 @@ export function dataplane(meshName: string, name: string, port = 10001): Valid<D
   return value as Valid<Dataplane>;
 }
 
+/** A signing key of `meshName` with placeholder PEM: the store keeps it as it is, and never reads it. */
+export function signingKey(meshName: string, kid: string): Valid<SigningKey> {
+  return { type: 'SigningKey', mesh: meshName, name: kid, publicKey: 'public', privateKey: 'private' } as Valid<SigningKey>;
+}
+
+export function apiToken(name: string): Valid<ApiToken> {
+  const token: ApiToken = { type: 'ApiToken', name, role: 'reader', meshes: [], secretHash: '00', expiresAt: '2030-01-01T00:00:00.000Z' };
+  return token as Valid<ApiToken>;
+}
+
 export function meshKey(name: string): ResourceKey {
   return { type: 'Mesh', mesh: name, name };
 }
@@ -27,8 +37,8 @@ export function dataplaneKey(meshName: string, name: string): ResourceKey {
 
 const at = '2024-01-01T00:00:00.000Z';
 
-export function upserted(seq: number, resource: Valid<Mesh> | Valid<Dataplane>, version = 1): ResourceEvent {
-  const key = resource.type === 'Mesh' ? meshKey(resource.name) : dataplaneKey(resource.mesh, resource.name);
+export function upserted(seq: number, resource: Valid<Resource>, version = 1): ResourceEvent {
+  const key = keyOf(resource);
   return { seq: asSeq(seq), key, version: asResourceVersion(version), at, by: author, kind: 'upserted', resource };
 }
 

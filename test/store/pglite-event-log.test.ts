@@ -30,6 +30,17 @@ eventLogContract('SqlEventLog on PGlite', freshLog);
 sessionRecordsContract('SqlEventLog on PGlite', freshLog);
 
 describe('SqlEventLog on PGlite', () => {
+  it('reads a Mesh stored before meshes named their dataplaneAuth as open to any dataplane (none)', async () => {
+    const log = await freshLog();
+    await log.append([{ kind: 'upserted', resource: { ...mesh('old'), dataplaneAuth: 'token' } }], author);
+    // As an earlier Chancery wrote it: the body has no dataplaneAuth at all.
+    await client.exec(`UPDATE events SET body = body - 'dataplaneAuth'`);
+    const [event] = await log.readAfter(asSeq(0), 1);
+    expect(event).toMatchObject({ kind: 'upserted', resource: { type: 'Mesh', name: 'old', dataplaneAuth: 'none' } });
+    expect(await log.readAt(meshKey('old'), asSeq(1))).toMatchObject({ resource: { dataplaneAuth: 'none' } });
+    await log.close();
+  });
+
   it('stamps events with the injected clock, and reads the time back to the millisecond', async () => {
     await (await freshLog()).close();
     const log = await SqlEventLog.open(client, { ownsClient: false, now: () => new Date('2030-05-06T07:08:09.123Z') });

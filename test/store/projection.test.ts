@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { applyEvents, emptyProjection } from '../../src/store/projection.js';
-import { dataplane, dataplaneKey, deleted, mesh, meshKey, upserted } from './fixtures.js';
+import { applyEvents, checkpointOf, emptyProjection, projectionOf } from '../../src/store/projection.js';
+import { apiToken, dataplane, dataplaneKey, deleted, mesh, meshKey, signingKey, upserted } from './fixtures.js';
 
 const base = applyEvents(emptyProjection(), [
   upserted(1, mesh('a')),
@@ -8,6 +8,31 @@ const base = applyEvents(emptyProjection(), [
   upserted(3, dataplane('a', 'a-1')),
   upserted(4, dataplane('b', 'b-1')),
 ]);
+
+describe('credentials in the projection', () => {
+  const withKeys = applyEvents(base, [upserted(5, signingKey('a', 'k1')), upserted(6, apiToken('ops'))]);
+
+  it('keeps keys and API tokens apart from the meshes, whose objects stay as they were', () => {
+    expect([...withKeys.credentials.values()].map((stored) => stored.resource.name)).toEqual(['k1', 'ops']);
+    expect(withKeys.meshes).toBe(base.meshes);
+    // A batch that touches no credential keeps their map: recheck compares it by identity.
+    expect(applyEvents(withKeys, [upserted(7, dataplane('b', 'b-2'))]).credentials).toBe(withKeys.credentials);
+  });
+
+  it('drops a mesh’s keys with the mesh, and keeps global ones', () => {
+    const after = applyEvents(withKeys, [deleted(7, meshKey('a'))]);
+    expect([...after.credentials.values()].map((stored) => stored.resource.name)).toEqual(['ops']);
+  });
+
+  it('skips a key for a mesh that does not exist', () => {
+    expect(applyEvents(base, [upserted(5, signingKey('nowhere', 'k'))]).credentials.size).toBe(0);
+  });
+
+  it('survives a checkpoint: the projection of a projection’s checkpoint holds the same credentials', () => {
+    const restored = projectionOf(checkpointOf(withKeys));
+    expect([...restored.credentials.entries()]).toEqual([...withKeys.credentials.entries()]);
+  });
+});
 
 describe('applyEvents', () => {
   it('starts from revision 0 with no meshes', () => {

@@ -1,4 +1,4 @@
-import { Client, credentials, Metadata, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
+import { Client, credentials, Metadata, type ChannelCredentials, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
 import { decodeDeltaResponse, decodeResponse, type DecodedDeltaResponse, type DecodedResponse } from '../../src/xds/decode.js';
 import { encodeDeltaRequest, encodeRequest, type DeltaRequest, type XdsRequest } from '../../src/xds/xds-request.js';
 
@@ -38,13 +38,13 @@ class XdsStream<TRequest, TResponse> {
   readonly #listeners: Array<(response: TResponse) => void> = [];
   #end: StreamEnd | undefined;
 
-  constructor(readonly client: Client, dialect: Dialect<TRequest, TResponse>) {
+  constructor(readonly client: Client, dialect: Dialect<TRequest, TResponse>, metadata = new Metadata()) {
     this.#dialect = dialect;
     this.#call = client.makeBidiStreamRequest(
       dialect.path,
       (value: Uint8Array) => Buffer.from(value),
       (bytes: Buffer) => bytes,
-      new Metadata(),
+      metadata,
     );
     this.#call.on('data', (bytes: Buffer) => {
       const response = dialect.decode(bytes);
@@ -133,15 +133,32 @@ class XdsStream<TRequest, TResponse> {
   }
 }
 
+/** How a test stream proves who it is: `authorization` metadata values, and the channel's credentials (TLS). */
+export interface StreamCredentials {
+  /** Each value is sent as one `authorization` metadata entry: `Bearer <token>`. */
+  readonly authorization?: string | readonly string[];
+  readonly channel?: ChannelCredentials;
+}
+
+function metadataOf({ authorization }: StreamCredentials): Metadata {
+  const metadata = new Metadata();
+  for (const value of [authorization ?? []].flat()) metadata.add('authorization', value);
+  return metadata;
+}
+
+function clientOf(address: string, { channel }: StreamCredentials): Client {
+  return new Client(address, channel ?? credentials.createInsecure());
+}
+
 /** A scripted SotW ADS stream (StreamAggregatedResources). */
 export class AdsStream extends XdsStream<SotwRequest, DecodedResponse> {
-  constructor(client: Client) {
-    super(client, SOTW);
+  constructor(client: Client, metadata?: Metadata) {
+    super(client, SOTW, metadata);
   }
 
   /** Opens a stream on a new client (its own HTTP/2 connection) to `address`. */
-  static open(address: string): AdsStream {
-    return new AdsStream(new Client(address, credentials.createInsecure()));
+  static open(address: string, streamCredentials: StreamCredentials = {}): AdsStream {
+    return new AdsStream(clientOf(address, streamCredentials), metadataOf(streamCredentials));
   }
 
   /** ACKs a response: its version and nonce, with the names given (or none). */
@@ -152,12 +169,12 @@ export class AdsStream extends XdsStream<SotwRequest, DecodedResponse> {
 
 /** A scripted Delta ADS stream (DeltaAggregatedResources). */
 export class DeltaStream extends XdsStream<DeltaRequestInput, DecodedDeltaResponse> {
-  constructor(client: Client) {
-    super(client, DELTA);
+  constructor(client: Client, metadata?: Metadata) {
+    super(client, DELTA, metadata);
   }
 
-  static open(address: string): DeltaStream {
-    return new DeltaStream(new Client(address, credentials.createInsecure()));
+  static open(address: string, streamCredentials: StreamCredentials = {}): DeltaStream {
+    return new DeltaStream(clientOf(address, streamCredentials), metadataOf(streamCredentials));
   }
 
   /** ACKs a response by its nonce: in Delta, nothing else says what is ACKed. */

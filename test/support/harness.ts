@@ -19,8 +19,8 @@ export interface Harness {
  * A real control plane on loopback ports chosen by the OS, with a simulated clock for
  * session timers and a hand-driven watchdog, so tests never wait on real time.
  */
-export async function startHarness(options: Partial<ControlPlaneOptions> = {}): Promise<Harness> {
-  const clock = new SimulatedClock();
+export async function startHarness(options: Partial<ControlPlaneOptions> & { readonly clock?: SimulatedClock } = {}): Promise<Harness> {
+  const clock = options.clock ?? new SimulatedClock();
   const watchdog = new Subject<void>();
   const cp = createControlPlane({
     xdsAddress: '127.0.0.1:0',

@@ -60,7 +60,7 @@ function sessionsQuery(filters) {
 
 export function fleetPage({ main, setLive }) {
   let filters;
-  let page = { items: [], total: 0, counts: { byState: {}, byInstance: {} } };
+  let page = { items: [], total: 0, counts: { byState: {}, byInstance: {} }, refused: { total: 0, recent: [] } };
   let error;
   /** Views from the feed, numbered: a fetch started before one arrived must not undo it. */
   const recent = new Map();
@@ -83,6 +83,7 @@ export function fleetPage({ main, setLive }) {
 
   const countsEl = h('section', { class: 'counts', 'aria-label': 'Sessions by state' });
   const instancesEl = h('section', { class: 'instances', 'aria-label': 'Sessions by instance' });
+  const refusedEl = h('section', { class: 'refused', 'aria-label': 'Refused streams' });
   const meshSelect = h('select', { id: 'filter-mesh', name: 'mesh' });
   const stateSelect = h('select', { id: 'filter-state', name: 'state' });
   const instanceSelect = h('select', { id: 'filter-instance', name: 'instance' });
@@ -138,6 +139,7 @@ export function fleetPage({ main, setLive }) {
     main,
     h('div', { class: 'page-head' }, h('h1', {}, 'Fleet'), scopeEl, statusEl),
     h('div', { class: 'overview' }, countsEl, instancesEl),
+    refusedEl,
     form,
     h('div', { class: 'table-wrap' }, table),
     pagerEl,
@@ -192,6 +194,7 @@ export function fleetPage({ main, setLive }) {
     for (const { id } of fleetInstances) instances.add(id);
     renderFilters();
     renderCounts();
+    renderRefused();
     const fleet = filters.scope === 'fleet';
     keepingRowFocus(tbody, () => replace(tbody, rowsOf(startedAt).map((view) => rowOf(view, { changed: changed.has(rowKey(view)), fleet }))));
     // A batch flashes once: the periodic refresh redraws its rows without it.
@@ -302,6 +305,32 @@ export function fleetPage({ main, setLive }) {
                   : seenAt && h('span', { class: 'instance-note', title: `last saved its sessions at ${seenAt}` }, `seen ${ago(seenAt)}`),
               );
             }),
+          ),
+    );
+  }
+
+  /** Streams this instance refused for who they claimed to be: they never became sessions, so they are listed apart. */
+  function renderRefused() {
+    const { total, recent } = page.refused ?? { total: 0, recent: [] };
+    refusedEl.dataset.total = String(total);
+    replace(
+      refusedEl,
+      h('h2', {}, 'Refused streams ', h('span', { class: 'count-n', 'data-refused-total': String(total) }, count(total))),
+      recent.length === 0
+        ? h('p', { class: 'muted' }, 'none: every stream that claimed a node proved it')
+        : h(
+            'ul',
+            {},
+            recent.map((refused) =>
+              h(
+                'li',
+                { 'data-node': refused.node, 'data-reason': refused.reason },
+                h('code', {}, refused.node),
+                ` ${refused.code} · ${refused.reason} · ${refused.peer} · `,
+                h('span', { class: 'muted', title: refused.at }, ago(refused.at)),
+                h('div', { class: 'refusal-message' }, refused.message),
+              ),
+            ),
           ),
     );
   }

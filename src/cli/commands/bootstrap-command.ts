@@ -1,3 +1,5 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { HOST_PORT_RULE, parseHostPort } from '../../host-port.js';
 import { parseNodeId } from '../../mesh/index.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
@@ -13,23 +15,36 @@ const OPTIONS = {
   'admin-port': { type: 'string' },
   delta: { type: 'boolean' },
   output: { type: 'string' },
+  'token-file': { type: 'string' },
+  'xds-ca-file': { type: 'string' },
+  'credentials-out': { type: 'string' },
   ...CLIENT_FLAGS,
 } as const;
+
+/** The header the API takes an Envoy's dataplane token in (bootstrap-routes.ts). */
+const TOKEN_HEADER = 'x-chancery-dataplane-token';
 
 const KINDS = ['envoy', 'grpc'] as const;
 
 export const bootstrapCommand: Command = {
   name: 'bootstrap',
   summary: 'print the bootstrap a dataplane starts from: Envoy YAML or gRPC JSON',
-  help: `Usage: chancery bootstrap envoy|grpc --node MESH.NAME [--xds HOST:PORT] [--admin-port N] [--delta] [--output FILE]
+  help: `Usage: chancery bootstrap envoy --node MESH.NAME [--xds HOST:PORT] [--admin-port N] [--delta]
+                                  [--token-file FILE] [--xds-ca-file PATH] [--output FILE]
+       chancery bootstrap grpc --node MESH.NAME [--xds HOST:PORT] [--credentials-out DIR [--xds-ca-file PATH]] [--output FILE]
 
 Prints what a dataplane needs to connect to Chancery, for the Dataplane its node id names
 (it must exist). The same as GET /meshes/MESH/dataplanes/NAME/bootstrap?format=envoy|grpc.
 
   envoy   an Envoy bootstrap (YAML): node id and cluster, ADS over gRPC with retry back-off
           and keepalive, the node on the first request only, an admin listener on 127.0.0.1;
-          run it with 'envoy -c FILE'
-  grpc    the JSON a proxyless gRPC client reads from GRPC_XDS_BOOTSTRAP (SotW only)
+          the token of --token-file in the ADS stream's initial metadata, TLS to Chancery with
+          --xds-ca-file; run it with 'envoy -c FILE'
+  grpc    the JSON a proxyless gRPC client reads from GRPC_XDS_BOOTSTRAP (SotW only). With
+          --credentials-out DIR: a service account for the node (its public key registered in
+          the store), DIR/service-account.json, DIR/bootstrap.json with google_default
+          credentials (TLS, and a JWT the client signs on every stream), and DIR/env with the
+          variables to run the client with, printed too
 
 Options:
   --node MESH.NAME
@@ -41,6 +56,13 @@ Options:
       Envoy's admin port on 127.0.0.1; 0 lets the OS choose (see envoy --admin-address-path) [default 9901]
   --delta
       Envoy speaks Delta xDS (api_type DELTA_GRPC) instead of State of the World
+  --token-file FILE
+      Envoy: a dataplane token (chancery token issue) for a mesh with dataplaneAuth: token
+  --xds-ca-file PATH
+      Envoy: dial Chancery over TLS, trusting this CA file, as the Envoy's host sees it;
+      gRPC with --credentials-out: the CA file for GRPC_DEFAULT_SSL_ROOTS_FILE_PATH
+  --credentials-out DIR
+      gRPC: make a service account and write the files above into DIR
   --output FILE
       write to FILE instead of stdout
 ${CLIENT_HELP}
@@ -55,9 +77,13 @@ ${CLIENT_HELP}
     const node = parseNodeId(values.node);
     if (!node.ok) throw new UsageError(`--node: ${node.reason}`);
     if (format === 'grpc') {
-      for (const flag of ['admin-port', 'delta'] as const) {
-        if (values[flag] !== undefined) throw new UsageError(`--${flag} applies to envoy: a proxyless gRPC client has no admin listener and speaks SotW only`);
+      for (const flag of ['admin-port', 'delta', 'token-file'] as const) {
+        if (values[flag] !== undefined) throw new UsageError(`--${flag} applies to envoy: a proxyless gRPC client has no admin listener, speaks SotW only, and proves who it is with a service account (--credentials-out)`);
       }
+      if (values['xds-ca-file'] !== undefined && values['credentials-out'] === undefined) throw new UsageError('--xds-ca-file applies to gRPC with --credentials-out, whose env file names it');
+      if (values['credentials-out'] !== undefined && values.output !== undefined) throw new UsageError('--credentials-out writes DIR/bootstrap.json; --output does not apply');
+    } else if (values['credentials-out'] !== undefined) {
+      throw new UsageError('--credentials-out applies to grpc; an Envoy takes --token-file');
     }
     const query = new URLSearchParams({ format });
     if (values.xds !== undefined) {
@@ -70,8 +96,54 @@ ${CLIENT_HELP}
       query.set('adminPort', adminPort);
     }
     if (values.delta) query.set('delta', 'true');
-    const path = `${resourcePath({ type: 'Dataplane', mesh: node.mesh, name: node.name })}/bootstrap?${query}`;
-    await writeOutput(io, await clientFrom(values, io.env).text(path), values.output);
+    const caFile = values['xds-ca-file'];
+    if (caFile !== undefined && format === 'envoy') query.set('caFile', caFile);
+    const credentialsOut = values['credentials-out'];
+    if (credentialsOut !== undefined) query.set('credentials', 'google_default');
+    const dataplane = resourcePath({ type: 'Dataplane', mesh: node.mesh, name: node.name });
+    const client = clientFrom(values, io.env);
+    const headers: Record<string, string> = values['token-file'] === undefined ? {} : { [TOKEN_HEADER]: await readToken(values['token-file']) };
+    const bootstrap = await client.text(`${dataplane}/bootstrap?${query}`, headers);
+    if (credentialsOut === undefined) {
+      await writeOutput(io, bootstrap, values.output);
+      return EXIT.ok;
+    }
+    const { body: account } = await client.request('POST', `${dataplane}/service-account`, {});
+    io.stdout.write(await writeCredentials(credentialsOut, bootstrap, account, caFile));
     return EXIT.ok;
   },
 };
+
+async function readToken(file: string): Promise<string> {
+  let token: string;
+  try {
+    token = (await readFile(file, 'utf8')).trim();
+  } catch (error) {
+    throw new UsageError(`--token-file ${file}: ${(error as Error).message}`);
+  }
+  if (!/^[\x21-\x7e]+$/.test(token)) throw new UsageError(`--token-file ${file} must hold one token (chancery token issue), without spaces`);
+  return token;
+}
+
+/**
+ * Writes what an unchanged proxyless gRPC client needs into `dir`: its bootstrap, its service
+ * account (readable by its owner only) and the environment naming them; answers the environment
+ * as shell lines.
+ */
+async function writeCredentials(dir: string, bootstrap: string, account: unknown, caFile: string | undefined): Promise<string> {
+  const files = { bootstrap: path.resolve(dir, 'bootstrap.json'), account: path.resolve(dir, 'service-account.json'), env: path.resolve(dir, 'env') };
+  const env = [
+    `GRPC_XDS_BOOTSTRAP=${files.bootstrap}`,
+    `GOOGLE_APPLICATION_CREDENTIALS=${files.account}`,
+    ...(caFile === undefined ? [] : [`GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=${path.resolve(caFile)}`]),
+  ];
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(files.account, `${JSON.stringify(account, null, 2)}\n`, { mode: 0o600 });
+    await writeFile(files.bootstrap, bootstrap);
+    await writeFile(files.env, `${env.join('\n')}\n`);
+  } catch (error) {
+    throw new UsageError(`--credentials-out ${dir}: ${(error as Error).message}`);
+  }
+  return `${env.map((line) => `export ${line}`).join('\n')}\n`;
+}

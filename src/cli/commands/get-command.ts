@@ -1,4 +1,4 @@
-import { DEFAULT_MESH, type Dataplane, type Resource, type ResourceType } from '../../mesh/index.js';
+import { DEFAULT_MESH, type Dataplane, type Mesh, type Resource, type ResourceType } from '../../mesh/index.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';
@@ -61,7 +61,9 @@ ${CLIENT_HELP}
 };
 
 function tableOf(type: ResourceType, items: readonly Served[]): string {
-  if (type === 'Mesh') return formatTable(['NAME', 'VERSION'], items.map((mesh) => [mesh.name, String(mesh.version)]));
+  if (type === 'Mesh') {
+    return formatTable(['NAME', 'DATAPLANE-AUTH', 'VERSION'], (items as readonly (Mesh & Served)[]).map((mesh) => [mesh.name, mesh.dataplaneAuth, String(mesh.version)]));
+  }
   return formatTable(
     ['MESH', 'NAME', 'ADDRESS', 'INBOUND', 'OUTBOUND', 'VERSION'],
     (items as readonly (Dataplane & Served)[]).map((dataplane) => [

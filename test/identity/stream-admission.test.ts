@@ -1,0 +1,212 @@
+import { status } from '@grpc/grpc-js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from 'xstate';
+import { issueDataplaneToken, rotateSigningKey } from '../../src/identity/index.js';
+import { CLUSTER } from '../../src/xds/type-urls.js';
+import { AdsStream, DeltaStream, type StreamCredentials } from '../support/ads-client.js';
+import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
+
+/**
+ * Who may be served on the xDS port (DESIGN §10), through the real gRPC server: a mesh with
+ * `dataplaneAuth: token` serves a stream only with a token for its node in the stream's
+ * `authorization` metadata; every refusal ends the stream before a single response.
+ */
+
+/** Session timers and token expiry share one simulated clock, and the epoch ms it stands for. */
+const START = Date.parse('2026-12-03T12:00:00.000Z');
+const NODE = 'secure.backend-1';
+
+let harness: Harness;
+let clock: SimulatedClock;
+const now = () => START + clock.now();
+const streams: Array<{ close(): void }> = [];
+
+beforeEach(async () => {
+  clock = new SimulatedClock();
+  harness = await startHarness({ now, clock });
+  await harness.cp.apply({ type: 'Mesh', name: 'secure' });
+  await harness.cp.apply(backendDataplane('backend-1', 10001, 'backend', 'secure'));
+  await harness.cp.apply(backendDataplane('backend-2', 10002, 'backend', 'secure'));
+});
+
+afterEach(async () => {
+  for (const stream of streams.splice(0)) stream.close();
+  await harness.stop();
+});
+
+function open(credentials: StreamCredentials, protocol: 'sotw' | 'delta' = 'sotw'): AdsStream | DeltaStream {
+  const stream = protocol === 'sotw' ? AdsStream.open(harness.xds, credentials) : DeltaStream.open(harness.xds, credentials);
+  streams.push(stream);
+  return stream;
+}
+
+async function token(name: string, options: { mesh?: string; ttl?: number; at?: number } = {}): Promise<string> {
+  const issued = await issueDataplaneToken(harness.cp.store, { mesh: options.mesh ?? 'secure', name, now: options.at ?? now(), ...(options.ttl !== undefined && { ttl: options.ttl }) });
+  return issued.token;
+}
+
+const bearer = (value: string) => ({ authorization: `Bearer ${value}` });
+
+/** A JWT with one part replaced, base64url-encoded as the rest. */
+function withPart(jwt: string, index: 0 | 1 | 2, replace: (decoded: string) => string): string {
+  const parts = jwt.split('.');
+  parts[index] = Buffer.from(replace(Buffer.from(parts[index]!, 'base64url').toString('latin1')), 'latin1').toString('base64url');
+  return parts.join('.');
+}
+
+/** Opens a stream as `node`, waits for its end, and checks nothing was sent on it and no session was made. */
+async function refused(credentials: StreamCredentials, node = NODE, protocol: 'sotw' | 'delta' = 'sotw') {
+  const stream = open(credentials, protocol);
+  stream.send({ typeUrl: CLUSTER, nodeId: node });
+  const end = await stream.ending();
+  expect(stream.responses).toEqual([]);
+  expect(harness.cp.session(node)).toBeUndefined();
+  return end;
+}
+
+describe('a mesh requiring tokens (dataplaneAuth: token, what a new mesh is)', () => {
+  it('serves a stream whose token names its node, and shows how it was authenticated', async () => {
+    const stream = open(bearer(await token('backend-1', { ttl: 3_600_000 })));
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE });
+    expect((await stream.nextResponse()).typeUrl).toBe(CLUSTER);
+    const view = harness.cp.session(NODE);
+    expect(view?.state).toBe('serving');
+    const [key] = harness.cp.store.list('SigningKey', 'secure');
+    expect(view?.stream?.authentication).toEqual({ by: 'token', key: key?.resource.name, expiresAt: new Date(START + 3_600_000).toISOString() });
+  });
+
+  it('serves a Delta stream with a token, and refuses one without', async () => {
+    const served = open(bearer(await token('backend-1')), 'delta');
+    served.send({ typeUrl: CLUSTER, nodeId: NODE });
+    expect((await served.nextResponse()).typeUrl).toBe(CLUSTER);
+    const end = await refused({}, 'secure.backend-2', 'delta');
+    expect(end.code).toBe(status.UNAUTHENTICATED);
+  });
+
+  it.each([
+    ['no token', async () => ({}), status.UNAUTHENTICATED, 'token-missing', /mesh "secure" requires a dataplane token/],
+    ['a scheme other than Bearer', async () => ({ authorization: `Basic ${await token('backend-1')}` }), status.UNAUTHENTICATED, 'token-malformed', /must be "Bearer <token>"/],
+    ['a bearer that is not a JWT', async () => bearer('not-a-jwt'), status.UNAUTHENTICATED, 'token-malformed', /not a JWT/],
+    ['a token for another node', async () => bearer(await token('backend-2')), status.PERMISSION_DENIED, 'wrong-node', /for node secure\.backend-2, but the stream's node is secure\.backend-1/],
+    ['a token that expired', async () => bearer(await token('backend-1', { ttl: 60_000, at: START - 120_000 })), status.UNAUTHENTICATED, 'token-expired', /expired at 2026-12-03T11:59:00\.000Z/],
+    [
+      'a token whose subject was changed after signing',
+      async () => bearer(withPart(await token('backend-2'), 1, (claims) => claims.replace('secure.backend-2', 'secure.backend-1'))),
+      status.UNAUTHENTICATED,
+      'token-invalid',
+      /does not verify with its key/,
+    ],
+    ['a token whose signature was altered', async () => bearer(withPart(await token('backend-1'), 2, (signature) => `x${signature.slice(1)}`)), status.UNAUTHENTICATED, 'token-invalid', /does not verify/],
+    [
+      'a token naming a key the mesh does not have',
+      async () => bearer(withPart(await token('backend-1'), 0, (header) => header.replace(/"kid":"[0-9a-f]+"/, '"kid":"0000"'))),
+      status.UNAUTHENTICATED,
+      'key-unknown',
+      /key "0000" is not one of mesh "secure"'s/,
+    ],
+    ['an unsigned token (alg none)', async () => bearer(withPart(await token('backend-1'), 0, (header) => header.replace('RS256', 'none'))), status.UNAUTHENTICATED, 'token-malformed', /RS256/],
+  ] as const)('refuses %s before sending anything, and records why', async (_case, credentials, code, reason, message) => {
+    const given = await credentials();
+    const before = harness.cp.refusals().total;
+    const end = await refused(given);
+    expect(end.code).toBe(code);
+    expect(end.details).toMatch(message);
+    expect(harness.cp.refusals().total).toBe(before + 1);
+    expect(harness.cp.refusals().recent[0]).toMatchObject({ node: NODE, code: code === status.UNAUTHENTICATED ? 'UNAUTHENTICATED' : 'PERMISSION_DENIED', reason, protocol: 'sotw' });
+    expect(await harness.cp.metrics.text()).toContain(`chancery_xds_stream_refusals_total{reason="${reason}"} 1`);
+  });
+
+  it('refuses a token signed by a removed key: removing a key revokes what it signed', async () => {
+    const signed = await token('backend-1');
+    const [key] = harness.cp.store.list('SigningKey', 'secure');
+    await harness.cp.delete({ type: 'SigningKey', mesh: 'secure', name: key!.resource.name });
+    const end = await refused(bearer(signed));
+    expect(end.code).toBe(status.UNAUTHENTICATED);
+    expect(harness.cp.refusals().recent[0]?.reason).toBe('key-unknown');
+  });
+
+  it('keeps tokens of an older key valid after a rotation, and signs new ones with the new key', async () => {
+    const older = await token('backend-1');
+    const rotated = await rotateSigningKey(harness.cp.store, 'secure');
+    const newer = await token('backend-2');
+    expect(JSON.parse(Buffer.from(newer.split('.')[0]!, 'base64url').toString()).kid).toBe(rotated.resource.name);
+    for (const [name, signed] of [['backend-1', older], ['backend-2', newer]] as const) {
+      const stream = open(bearer(signed));
+      stream.send({ typeUrl: CLUSTER, nodeId: `secure.${name}` });
+      expect((await stream.nextResponse()).typeUrl).toBe(CLUSTER);
+    }
+  });
+
+  it('ends a stream that names another node on a later request, and serves that node nothing', async () => {
+    const stream = AdsStream.open(harness.xds, bearer(await token('backend-1')));
+    streams.push(stream);
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE });
+    const clusters = await stream.nextResponse();
+    stream.send({ typeUrl: CLUSTER, nodeId: 'secure.backend-2', versionInfo: clusters.versionInfo, responseNonce: clusters.nonce });
+    const end = await stream.ending();
+    expect(end.code).toBe(status.PERMISSION_DENIED);
+    expect(end.details).toMatch(/node id cannot change on a stream: it opened as secure\.backend-1, then sent secure\.backend-2/);
+    expect(stream.responses).toHaveLength(1);
+    expect(harness.cp.session('secure.backend-2')).toBeUndefined();
+  });
+
+  it('ends an open stream with UNAUTHENTICATED when its token expires, so the client reconnects with a fresh one', async () => {
+    const stream = open(bearer(await token('backend-1', { ttl: 60_000 })));
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE });
+    await stream.nextResponse();
+    clock.increment(59_999);
+    expect(stream.ended).toBeUndefined();
+    clock.increment(1);
+    const end = await stream.ending();
+    expect(end.code).toBe(status.UNAUTHENTICATED);
+    expect(end.details).toMatch(/the token expired at 2026-12-03T12:01:00\.000Z; reconnect with a fresh one/);
+    expect(harness.cp.session(NODE)?.state).toBe('disconnected');
+  });
+
+  it('ends open streams at once when the key that signed their tokens is removed', async () => {
+    const stream = open(bearer(await token('backend-1')));
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE });
+    await stream.nextResponse();
+    const [key] = harness.cp.store.list('SigningKey', 'secure');
+    await harness.cp.delete({ type: 'SigningKey', mesh: 'secure', name: key!.resource.name });
+    const end = await stream.ending();
+    expect(end.code).toBe(status.UNAUTHENTICATED);
+    expect(end.details).toMatch(/was removed from mesh "secure", revoking the tokens it verified/);
+    expect(stream.responses).toHaveLength(1);
+  });
+
+  it('deletes its keys with the mesh: a re-created mesh of the same name refuses the old tokens', async () => {
+    const signed = await token('backend-1');
+    await harness.cp.delete({ type: 'Mesh', mesh: 'secure', name: 'secure' });
+    expect(harness.cp.store.list('SigningKey')).toEqual([]);
+    await harness.cp.apply({ type: 'Mesh', name: 'secure' });
+    await harness.cp.apply(backendDataplane('backend-1', 10001, 'backend', 'secure'));
+    const end = await refused(bearer(signed));
+    expect(end.code).toBe(status.UNAUTHENTICATED);
+    expect(harness.cp.refusals().recent[0]?.reason).toBe('key-unknown');
+  });
+});
+
+describe('a mesh open to any dataplane (dataplaneAuth: none, the seeded default mesh)', () => {
+  it('serves a stream with no token', async () => {
+    await harness.cp.apply(backendDataplane('web', 10003));
+    const stream = open({});
+    stream.send({ typeUrl: CLUSTER, nodeId: 'default.web' });
+    expect((await stream.nextResponse()).typeUrl).toBe(CLUSTER);
+    expect(harness.cp.session('default.web')?.stream?.authentication).toEqual({ by: 'none' });
+  });
+
+  it('ends its open streams with UNAUTHENTICATED when the mesh starts requiring tokens, and sends them nothing more', async () => {
+    await harness.cp.apply({ type: 'Mesh', name: 'opening', dataplaneAuth: 'none' });
+    await harness.cp.apply(backendDataplane('app', 10004, 'app', 'opening'));
+    const stream = open({});
+    stream.send({ typeUrl: CLUSTER, nodeId: 'opening.app' });
+    await stream.nextResponse();
+    await harness.cp.apply({ type: 'Mesh', name: 'opening', dataplaneAuth: 'token' });
+    const end = await stream.ending();
+    expect(end.code).toBe(status.UNAUTHENTICATED);
+    expect(end.details).toMatch(/mesh "opening" now requires a dataplane token; reconnect with one/);
+    expect(stream.responses).toHaveLength(1);
+    expect(harness.cp.refusals().recent[0]).toMatchObject({ node: 'opening.app', reason: 'auth-required' });
+  });
+});

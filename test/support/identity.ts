@@ -1,0 +1,93 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createCertificateAuthority, issueCertificate } from '../../src/identity/index.js';
+import { testPython } from './python.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+/** A development CA, a certificate it signed for localhost and 127.0.0.1, and a CA that signed nothing here. */
+export interface TlsFixture {
+  readonly dir: string;
+  /** The CA's certificate file: what clients trust. */
+  readonly ca: string;
+  readonly cert: string;
+  readonly key: string;
+  /** Another CA's certificate file: a client trusting only it cannot verify the server. */
+  readonly otherCa: string;
+  /** Writes a fresh certificate for the same names from the same CA over `cert` and `key`; answers its PEM. */
+  reissue(): string;
+  /** A client certificate from the CA, for mutual TLS: its certificate and key files. */
+  clientCertificate(name: string): { readonly cert: string; readonly key: string };
+  remove(): void;
+}
+
+export function tlsFixture(): TlsFixture {
+  const dir = mkdtempSync(path.join(tmpdir(), 'chancery-tls-'));
+  const authority = createCertificateAuthority({ name: 'Chancery test CA', days: 2 });
+  const other = createCertificateAuthority({ name: 'Some other CA', days: 2 });
+  const files = { ca: path.join(dir, 'ca.crt'), cert: path.join(dir, 'tls.crt'), key: path.join(dir, 'tls.key'), otherCa: path.join(dir, 'other-ca.crt') };
+  writeFileSync(files.ca, authority.certificate);
+  writeFileSync(files.otherCa, other.certificate);
+  const reissue = () => {
+    const issued = issueCertificate(authority, { hosts: ['localhost', '127.0.0.1'], days: 1 });
+    // The key first: a reload between the two writes sees a certificate that does not match it, and keeps the old pair.
+    writeFileSync(files.key, issued.privateKey);
+    writeFileSync(files.cert, issued.certificate);
+    return issued.certificate;
+  };
+  reissue();
+  const clientCertificate = (name: string) => {
+    const issued = issueCertificate(authority, { hosts: [name], days: 1 });
+    const paths = { cert: path.join(dir, `${name}.crt`), key: path.join(dir, `${name}.key`) };
+    writeFileSync(paths.cert, issued.certificate);
+    writeFileSync(paths.key, issued.privateKey);
+    return paths;
+  };
+  return { dir, ...files, reissue, clientCertificate, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** What one real proxyless client process reported: the backend that served its RPC, or the RPC's failure. */
+export type ClientOutcome = { readonly servedBy: string } | { readonly error: string };
+
+/** A real proxyless gRPC client in a process of its own, configured only through its environment, as users run it. */
+export interface ClientProcess {
+  readonly outcome: Promise<ClientOutcome>;
+  kill(): void;
+}
+
+export interface ClientEnvironment {
+  readonly GRPC_XDS_BOOTSTRAP: string;
+  readonly GOOGLE_APPLICATION_CREDENTIALS?: string;
+  readonly GRPC_DEFAULT_SSL_ROOTS_FILE_PATH?: string;
+}
+
+/**
+ * grpc-js-xds or Python's gRPC C-core calling `xds:///<service>` once, with `deadlineMs`, in a
+ * child process: gRPC reads these variables once per process, so each client needs its own.
+ */
+export function startClientProcess(kind: 'grpc-js' | 'python', service: string, env: ClientEnvironment, deadlineMs: number): ClientProcess {
+  const [command, args] =
+    kind === 'grpc-js'
+      ? [process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/fixtures/xds-echo-once.ts'), service, String(deadlineMs)]]
+      : [testPython(), [path.join(ROOT, 'test/fixtures/xds_echo_once.py'), service, String(deadlineMs)]];
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  const outcome = new Promise<ClientOutcome>((resolve, reject) => {
+    child.once('exit', (code, signal) => {
+      const line = stdout.split('\n').find((text) => text.startsWith('{'));
+      if (line !== undefined) resolve(JSON.parse(line) as ClientOutcome);
+      else if (signal !== null) resolve({ error: `killed by ${signal}` });
+      else reject(new Error(`${kind} client exited ${code} without an outcome:\n${stderr}`));
+    });
+  });
+  return { outcome, kill: () => child.kill('SIGKILL') };
+}
