@@ -9,6 +9,21 @@ export type { InspectOptions } from './inspector/index.js';
 export { ChanceryError } from './chancery-error.js';
 export { InvalidResourceInputError } from './errors.js';
 export {
+  createCertificateAuthority,
+  issueApiToken,
+  issueCertificate,
+  issueDataplaneToken,
+  issueServiceAccount,
+  rotateSigningKey,
+  type IssuedApiToken,
+  type IssuedDataplaneToken,
+  type IssuedServiceAccount,
+  type RefusalSummary,
+  type ServiceAccountFile,
+  type TlsFilePaths,
+} from './identity/index.js';
+export type { RefusedStream, StreamAuthentication } from './xds/index.js';
+export {
   FutureRevisionError,
   InvalidRetentionError,
   RevisionCompactedError,
@@ -34,12 +49,17 @@ export {
   nodeIdOf,
   parseNodeId,
   validate,
+  type ApiRole,
+  type ApiToken,
   type Dataplane,
+  type DataplaneAuth,
   type Inbound,
   type Mesh,
   type Outbound,
   type Resource,
   type ResourceKey,
+  type ServiceAccountKey,
+  type SigningKey,
   type ValidationIssue,
 } from './mesh/index.js';
 export type { EventLog, KeyHistory, ResourceEvent, ResourceStore, Retention, Stored, WriteOptions } from './store/index.js';

@@ -72,6 +72,7 @@ describe('chancery inspect', () => {
         'State:     serving',
         'Instance:  test',
         'Stream:    s-3 from 127.0.0.1:50122, opened 2026-01-05T10:00:00.000Z',
+        'Proven by: nothing: its mesh does not ask',
         'Revision:  7',
         '',
         'TYPE   SUBSCRIBED    SENT (version/nonce)   RESOURCES   ACKED     NACKED',

@@ -101,6 +101,7 @@ function describeSession(view: SessionView): string {
     `State:     ${view.state}`,
     `Instance:  ${view.instance}`,
     `Stream:    ${view.stream === undefined ? '-' : `${view.stream.id} from ${view.stream.peer}, opened ${view.stream.openedAt}`}`,
+    `Proven by: ${proofOf(view.stream?.authentication)}`,
     `Revision:  ${view.revision ?? '-'}`,
   ];
   if (view.error !== undefined) lines.push(`Error:     ${view.error.code}: ${view.error.message}`);
@@ -169,4 +170,11 @@ function stepOf(transition: TransitionRecord, shortNames: ReadonlyMap<string, st
 /** NACK messages from Envoy span lines; a timeline row must not. */
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ');
+}
+
+/** How the node proved who it is, as `inspect` prints it. */
+function proofOf(authentication: NonNullable<SessionView['stream']>['authentication'] | undefined): string {
+  if (authentication === undefined) return '-';
+  if (authentication.by === 'none') return 'nothing: its mesh does not ask';
+  return `${authentication.by} (key ${authentication.key}), until ${authentication.expiresAt}`;
 }
