@@ -21,25 +21,25 @@ export function newKeyPair(): KeyPair {
 
 // Parsed once per stored key (the projection keeps a resource's object while it is unchanged), and
 // forgotten with it: a verification at every stream open would otherwise parse the PEM.
+// A signing key holds both halves: one map per half.
 const publicKeys = new WeakMap<object, KeyObject>();
 const privateKeys = new WeakMap<object, KeyObject>();
 
-/** The key object of a stored key's public half. */
-export function publicKeyOf(holder: { readonly publicKey: string }): KeyObject {
-  let key = publicKeys.get(holder);
+function parsedOnce<T extends object>(parsed: WeakMap<object, KeyObject>, holder: T, parse: (holder: T) => KeyObject): KeyObject {
+  let key = parsed.get(holder);
   if (key === undefined) {
-    key = createPublicKey(holder.publicKey);
-    publicKeys.set(holder, key);
+    key = parse(holder);
+    parsed.set(holder, key);
   }
   return key;
 }
 
+/** The key object of a stored key's public half. */
+export function publicKeyOf(holder: { readonly publicKey: string }): KeyObject {
+  return parsedOnce(publicKeys, holder, ({ publicKey }) => createPublicKey(publicKey));
+}
+
 /** The key object of a stored key's private half. */
 export function privateKeyOf(holder: { readonly privateKey: string }): KeyObject {
-  let key = privateKeys.get(holder);
-  if (key === undefined) {
-    key = createPrivateKey(holder.privateKey);
-    privateKeys.set(holder, key);
-  }
-  return key;
+  return parsedOnce(privateKeys, holder, ({ privateKey }) => createPrivateKey(privateKey));
 }

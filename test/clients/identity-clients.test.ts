@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../cli/cli-harness.js';
 import { startEchoBackend, type EchoBackend } from '../support/echo-backend.js';
 import { backendDataplane, clientDataplane, startHarness, type Harness } from '../support/harness.js';
-import { startClientProcess, tlsFixture, type ClientEnvironment, type ClientProcess, type TlsFixture } from '../support/identity.js';
+import { responsesWritten, startClientProcess, tlsFixture, type ClientEnvironment, type ClientProcess, type TlsFixture } from '../support/identity.js';
 import { eventually } from '../support/traffic.js';
 
 /**
@@ -63,11 +63,7 @@ function start(kind: ClientKind, env: ClientEnvironment, deadlineMs = RPC_DEADLI
   return client;
 }
 
-/** The total of `chancery_xds_pushes_total`: every response the instance wrote. */
-async function pushes(harness: Harness): Promise<number> {
-  const text = await harness.cp.metrics.text();
-  return [...text.matchAll(/^chancery_xds_pushes_total\{[^}]*\} (\d+)$/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
-}
+const pushes = (harness: Harness) => responsesWritten(harness.cp);
 
 /** Runs a client that must be refused: waits for the refusal, then checks it got no session (no new stream) and was sent nothing. */
 async function expectRefused(harness: Harness, kind: ClientKind, node: string, env: ClientEnvironment, reason: string) {

@@ -6,7 +6,7 @@ import { issueDataplaneToken } from '../../src/identity/index.js';
 import { runCli } from '../cli/cli-harness.js';
 import { EnvoyProcess, envoyBinary, stopAllEnvoys } from '../support/envoy.js';
 import { startHarness, type Harness } from '../support/harness.js';
-import { tlsFixture, type TlsFixture } from '../support/identity.js';
+import { responsesWritten, tlsFixture, type TlsFixture } from '../support/identity.js';
 import { eventually } from '../support/traffic.js';
 import { freePort, XDS_MODES } from './sidecars.js';
 
@@ -59,11 +59,7 @@ async function token(name: string, options: { ttl?: number; at?: number } = {}):
   return (await issueDataplaneToken(harness.cp.store, { mesh: 'secure', name, now: options.at ?? Date.now(), ...(options.ttl !== undefined && { ttl: options.ttl }) })).token;
 }
 
-/** The total of `chancery_xds_pushes_total`: every response the instance wrote. */
-async function pushes(): Promise<number> {
-  const text = await harness.cp.metrics.text();
-  return [...text.matchAll(/^chancery_xds_pushes_total\{[^}]*\} (\d+)$/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
-}
+const pushes = () => responsesWritten(harness.cp);
 
 describe.each(XDS_MODES)('a real Envoy with its dataplane token, over TLS, speaking %s', (mode) => {
   it('is served: it holds its listener, and Chancery shows it authenticated by token', async () => {

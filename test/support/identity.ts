@@ -91,3 +91,9 @@ export function startClientProcess(kind: 'grpc-js' | 'python', service: string, 
   });
   return { outcome, kill: () => child.kill('SIGKILL') };
 }
+
+/** The total of `chancery_xds_pushes_total`: every response the control plane wrote. */
+export async function responsesWritten(cp: { readonly metrics: { text(): Promise<string> } }): Promise<number> {
+  const text = await cp.metrics.text();
+  return [...text.matchAll(/^chancery_xds_pushes_total\{[^}]*\} (\d+)$/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+}
