@@ -11,12 +11,11 @@ import type { Logger } from 'pino';
 import { answerClientStatus, UnsupportedNodeMatcherError, type ClientStatusSource } from './client-status.js';
 import { ADS_SERVICE, CSDS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from './grpc-services.js';
 import { ResponseEncoder } from './response-encoder.js';
-import { ADMIT_ALL, expiredRefusal, type Admission, type Refusal, type RefusedStream, type StreamAdmission, type StreamAuthentication } from './stream-admission.js';
+import { ADMIT_ALL, type RefusedStream, type StreamAdmission, type StreamAuthentication } from './stream-admission.js';
+import { StreamGate, type ExpiryClock, type TypedRequest } from './stream-gate.js';
 import { StreamWriter, type StreamSink } from './stream-writer.js';
-import { isTypeUrl, PUSH_ORDER, type TypeUrl } from './type-urls.js';
+import { isTypeUrl, PUSH_ORDER } from './type-urls.js';
 import { decodeDeltaRequest, decodeRequest, type Protocol, type StreamRequest } from './xds-request.js';
-
-type TypedRequest = StreamRequest & { readonly typeUrl: TypeUrl };
 
 /** How each ADS method's requests are read. */
 const DECODERS = { DiscoveryRequest: decodeRequest, DeltaDiscoveryRequest: decodeDeltaRequest };
@@ -55,23 +54,11 @@ export interface XdsServerOptions {
   readonly clock?: ExpiryClock;
 }
 
-/** The part of XState's clock the expiry timers use, so a `SimulatedClock` can drive them. */
-export interface ExpiryClock {
-  setTimeout(fn: () => void, timeout: number): unknown;
-  clearTimeout(id: unknown): void;
-}
-
 const SYSTEM_CLOCK: ExpiryClock = {
   setTimeout: (fn, timeout) => setTimeout(fn, timeout).unref(),
   clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout),
 };
 
-/** An admitted stream, as a credentials change rechecks it. */
-interface Admitted {
-  readonly node: string;
-  readonly authentication: StreamAuthentication;
-  refuse(refusal: Refusal): void;
-}
 
 /** What an ended stream's client is told: reconnect, to this instance or another. */
 const RECONNECT = 'UNAVAILABLE';
@@ -89,8 +76,8 @@ export class XdsServer {
   readonly #encoder: ResponseEncoder;
   /** Open streams, including those whose first request has not arrived yet. */
   readonly #open = new Set<StreamWriter>();
-  /** Open streams whose node was admitted. */
-  readonly #admitted = new Set<Admitted>();
+  /** The gate of every open stream. */
+  readonly #gates = new Set<StreamGate>();
   #streams = 0;
   #draining = false;
 
@@ -158,11 +145,7 @@ export class XdsServer {
    * credentials, before the change reaches the sessions, so nothing is sent to them after.
    */
   recheck(): void {
-    const admission = this.#options.admission ?? ADMIT_ALL;
-    for (const admitted of this.#admitted) {
-      const refusal = admission.recheck(admitted.node, admitted.authentication);
-      if (refusal !== undefined) admitted.refuse(refusal);
-    }
+    for (const gate of this.#gates) gate.recheck();
   }
 
   /**
@@ -201,93 +184,60 @@ export class XdsServer {
       writer.end({ code: RECONNECT, message: `instance ${instanceId} is draining; reconnect to another instance` });
       return;
     }
-    // Read once, when the stream opens (as Kuma does); gRPC metadata cannot change later, and
-    // Node's HTTP/2 allows a single authorization header.
-    const [authorization] = call.metadata.get('authorization').map(String);
     this.#open.add(writer);
     const aged = this.#ageLimit(writer);
-    /** The node the first request claimed, for the messages of a stream that ends. */
-    let node: string | undefined;
-    /** Requests that arrived while the admission was deciding, in order. */
-    let pending: TypedRequest[] | undefined;
-    let admitted: Admitted | undefined;
-    let expiry: unknown;
-    let closed = false;
+    /** The node the session was told of, once admitted: it is told when the stream closes too. */
+    let served: string | undefined;
     const close = (reason: string) => {
-      if (closed) return;
-      closed = true;
+      if (!this.#open.delete(writer)) return;
       if (aged) clearTimeout(aged);
-      if (expiry !== undefined) clock.clearTimeout(expiry);
-      this.#open.delete(writer);
-      if (admitted) this.#admitted.delete(admitted);
+      gate.shut();
+      this.#gates.delete(gate);
       writer.closed();
-      if (admitted) gateway.close(admitted.node, streamId, reason);
+      if (served !== undefined) gateway.close(served, streamId, reason);
     };
-    const refuse = (claimed: string, refusal: Refusal) => {
-      logger.warn({ node: claimed, stream: streamId, peer, protocol, code: refusal.code, reason: refusal.reason }, `stream refused: ${refusal.message}`);
-      this.#options.onRefused?.({ ...refusal, at: new Date(now()).toISOString(), node: claimed, peer, protocol });
-      writer.end({ code: refusal.code, message: `${refusal.message} (node ${claimed})` });
-      close(`refused: ${refusal.reason}`);
-    };
-    const request = (claimed: string, typed: TypedRequest) => {
-      if (typed.nodeId !== undefined && typed.nodeId !== claimed) {
-        // Kuma's rule: a stream speaks for one node, the one it was admitted as.
-        return refuse(claimed, { code: 'PERMISSION_DENIED', reason: 'node-changed', message: `node id cannot change on a stream: it opened as ${claimed}, then sent ${typed.nodeId}` });
-      }
-      const kind = typed.errorDetail ? 'xds.nacked' : typed.responseNonce !== '' ? 'xds.acked' : 'xds.requested';
-      gateway.request(claimed, streamId, kind, typed);
-    };
-    const open = (claimed: string, first: TypedRequest, decision: Admission) => {
-      if (closed) return;
-      if (!decision.ok) return refuse(claimed, decision.refusal);
-      const { authentication } = decision;
-      // A decision that took a while is checked again: a key may have gone meanwhile.
-      const refusal = admission.recheck(claimed, authentication);
-      if (refusal !== undefined) return refuse(claimed, refusal);
-      admitted = { node: claimed, authentication, refuse: (later) => refuse(claimed, later) };
-      this.#admitted.add(admitted);
-      if (authentication.by !== 'none') {
-        expiry = clock.setTimeout(() => refuse(claimed, expiredRefusal(authentication.expiresAt)), Math.max(0, authentication.expiresAt - now()));
-      }
-      logger.debug({ node: claimed, stream: streamId, peer, protocol, typeUrl: first.typeUrl, by: authentication.by }, 'stream opened');
-      gateway.open({ id: streamId, peer, openedAt: now(), protocol, authentication }, writer, claimed, first);
-      const queued = pending ?? [];
-      pending = undefined;
-      for (const later of queued) if (!closed) request(claimed, later);
-    };
+    const gate: StreamGate = new StreamGate({
+      admission,
+      protocol,
+      clock,
+      now,
+      // Read once, when the stream opens (as Kuma does): gRPC metadata cannot change later, and
+      // Node's HTTP/2 takes a single authorization header.
+      authorization: call.metadata.get('authorization').map(String)[0],
+      outcomes: {
+        admitted: (node, authentication, first) => {
+          served = node;
+          logger.debug({ node, stream: streamId, peer, protocol, typeUrl: first.typeUrl, by: authentication.by }, 'stream opened');
+          gateway.open({ id: streamId, peer, openedAt: now(), protocol, authentication }, writer, node, first);
+        },
+        request: (node, request) => {
+          const kind = request.errorDetail ? 'xds.nacked' : request.responseNonce !== '' ? 'xds.acked' : 'xds.requested';
+          gateway.request(node, streamId, kind, request);
+        },
+        refused: (node, refusal) => {
+          logger.warn({ node, stream: streamId, peer, protocol, code: refusal.code, reason: refusal.reason }, `stream refused: ${refusal.message}`);
+          this.#options.onRefused?.({ ...refusal, at: new Date(now()).toISOString(), node, peer, protocol });
+          writer.end({ code: refusal.code, message: `${refusal.message} (node ${node})` });
+          close(`refused: ${refusal.reason}`);
+        },
+        invalid: (status, reason) => {
+          writer.end(status);
+          close(reason);
+        },
+      },
+    });
+    this.#gates.add(gate);
 
-    call.on('data', (received: StreamRequest) => {
-      if (closed) return;
-      if (!isTypeUrl(received.typeUrl)) {
+    call.on('data', (request: StreamRequest) => {
+      if (!isTypeUrl(request.typeUrl)) {
+        const node = gate.node;
         writer.end({
           code: 'INVALID_ARGUMENT',
-          message: `type URL "${received.typeUrl}" is not served by Chancery${node ? ` (node ${node})` : ''}; it serves ${PUSH_ORDER.join(', ')}`,
+          message: `type URL "${request.typeUrl}" is not served by Chancery${node ? ` (node ${node})` : ''}; it serves ${PUSH_ORDER.join(', ')}`,
         });
         return close('unsupported type URL');
       }
-      const typed = received as TypedRequest;
-      if (admitted) return request(admitted.node, typed);
-      if (pending) {
-        pending.push(typed);
-        return;
-      }
-      // xDS: only the first request on a stream is guaranteed to carry the node.
-      if (typed.nodeId === undefined) {
-        writer.end({ code: 'INVALID_ARGUMENT', message: `the first ${protocol === 'delta' ? 'DeltaDiscoveryRequest' : 'DiscoveryRequest'} on a stream must carry node.id (<mesh>.<name>)` });
-        return close('no node id');
-      }
-      const claimed = typed.nodeId;
-      node = claimed;
-      const decided = admission.admit(claimed, authorization);
-      if (!(decided instanceof Promise)) return open(claimed, typed, decided);
-      pending = [];
-      decided.then(
-        (decision) => open(claimed, typed, decision),
-        (error: unknown) => {
-          logger.error({ err: error, node: claimed, stream: streamId }, 'stream admission failed');
-          refuse(claimed, { code: 'UNAUTHENTICATED', reason: 'token-invalid', message: 'the token could not be checked' });
-        },
-      );
+      gate.receive(request as TypedRequest);
     });
     call.on('end', () => {
       close('client closed the stream');
