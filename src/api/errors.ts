@@ -1,4 +1,5 @@
 import { ChanceryError } from '../chancery-error.js';
+import { excerpt } from '../excerpt.js';
 import type { ValidationIssue } from '../mesh/index.js';
 
 /** The body failed resource validation; nothing was stored. `field` is the first issue's path. */
@@ -20,7 +21,7 @@ export class PathMismatchError extends ChanceryError {
     readonly inBody: unknown,
     readonly inPath: string,
   ) {
-    super(`${field} is ${JSON.stringify(inBody)} in the body but "${inPath}" in the path`);
+    super(`${field} is ${excerpt(inBody)} in the body but ${excerpt(inPath)} in the path`);
   }
 }
 
@@ -55,7 +56,7 @@ export class UnsupportedMediaTypeError extends ChanceryError {
     readonly contentType: string | undefined,
     readonly accepted: readonly string[],
   ) {
-    const what = contentType === undefined ? 'a missing or unreadable Content-Type' : `Content-Type ${contentType}`;
+    const what = contentType === undefined ? 'a missing or unreadable Content-Type' : `Content-Type ${excerpt(contentType)}`;
     super(`${what} is not supported; send one of ${accepted.join(', ')}`);
   }
 }
@@ -101,7 +102,7 @@ export class RouteNotFoundError extends ChanceryError {
     readonly method: string,
     readonly url: string,
   ) {
-    super(`no route for ${method} ${url}`);
+    super(`no route for ${excerpt(method)} ${excerpt(url)}`);
   }
 }
 

@@ -1,4 +1,5 @@
 import { assertEvent, assign, emit, enqueueActions, setup } from 'xstate';
+import { excerpt } from '../excerpt.js';
 import { parseNodeId } from '../mesh/index.js';
 import { StreamLedger } from '../xds/stream-ledger.js';
 import type { Snapshot } from '../xds/snapshot.js';
@@ -34,7 +35,7 @@ export const sessionSetup = setup({
       assertEvent(event, 'stream.opened');
       const parsed = parseNodeId(context.node);
       // Every reason names the node id and the <mesh>.<name> rule it breaks.
-      const message = parsed.ok ? `node id "${context.node}" is invalid` : parsed.reason;
+      const message = parsed.ok ? `node id ${excerpt(context.node)} is invalid` : parsed.reason;
       enqueue.emit({ type: 'end', streamId: event.stream.id, status: { code: 'INVALID_ARGUMENT', message } });
     }),
     requestSnapshot: emit({ type: 'generate' }),

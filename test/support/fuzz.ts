@@ -1,0 +1,33 @@
+import fc from 'fast-check';
+import { expect } from 'vitest';
+
+export interface FuzzOptions {
+  /** How many generated inputs to try. */
+  readonly runs: number;
+  /** Stops trying new inputs after this long (what was tried still counts); default 25 s. */
+  readonly timeLimitMs?: number;
+}
+
+/**
+ * Runs a property-based test, bounded in count and time, with a seed that can be replayed.
+ * Each run picks a fresh seed unless `FUZZ_SEED` (and `FUZZ_PATH`, to go straight to the
+ * failing case) is set; a failure's message says how to replay it. Shrinking a failure against
+ * a real server can take minutes, so it is off unless `FUZZ_SHRINK=1` asks for it on replay.
+ */
+export async function fuzz<Ts>(property: fc.IAsyncProperty<Ts>, options: FuzzOptions): Promise<void> {
+  const seed = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31);
+  const path = process.env.FUZZ_PATH || undefined;
+  const details = await fc.check(property, {
+    numRuns: options.runs,
+    seed,
+    ...(path !== undefined && { path }),
+    endOnFailure: process.env.FUZZ_SHRINK !== '1',
+    plugins: [fc.interruptAfterTimeLimit(options.timeLimitMs ?? 25_000)],
+  });
+  if (!details.failed) return;
+  const file = expect.getState().testPath ?? 'the test file';
+  const replay = `FUZZ_SEED=${details.seed}${details.counterexamplePath ? ` FUZZ_PATH=${details.counterexamplePath}` : ''}`;
+  throw new Error(`${fc.defaultReportMessage(details) ?? 'the property failed'}\n\nReplay it with: ${replay} npx vitest run ${file} (add FUZZ_SHRINK=1 to shrink it)`, {
+    cause: details.errorInstance,
+  });
+}
