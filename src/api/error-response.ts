@@ -5,6 +5,7 @@ import type {
   MeshNotFoundError,
   NotFoundError,
   RevisionCompactedError,
+  StoreRejectedWriteError,
   StoreUnavailableError,
   VersionConflictError,
 } from '../store/index.js';
@@ -18,6 +19,7 @@ type HandledError =
   | MeshNotFoundError
   | RevisionCompactedError
   | FutureRevisionError
+  | StoreRejectedWriteError
   | StoreUnavailableError;
 export type ApiErrorCode = HandledError['code'];
 
@@ -47,6 +49,7 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_STORE_VERSION_CONFLICT: 409,
   CHANCERY_STORE_REVISION_COMPACTED: 410,
   CHANCERY_STORE_FUTURE_REVISION: 400,
+  CHANCERY_STORE_REJECTED_WRITE: 500,
   CHANCERY_STORE_UNAVAILABLE: 503,
 };
 
@@ -85,7 +88,9 @@ export function errorResponse(error: unknown, limits: { readonly bodyLimit: numb
     reason: handled.message,
     ...('issues' in handled && { issues: handled.issues }),
   };
-  return { status: ERROR_STATUS[code], body, unexpected: handled instanceof InternalError };
+  // A 500 is a bug, whatever its code: logged with its cause.
+  const status = ERROR_STATUS[code];
+  return { status, body, unexpected: status === 500 };
 }
 
 function asHandled(error: unknown, limits: { readonly bodyLimit: number }): HandledError {

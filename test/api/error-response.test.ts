@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ERROR_STATUS, errorResponse } from '../../src/api/index.js';
+import { StoreRejectedWriteError } from '../../src/store/index.js';
 import { type ApiHarness, dataplaneBody, fakeSessions, putJson, startApi } from './api-harness.js';
 
 let api: ApiHarness | undefined;
@@ -22,6 +23,11 @@ describe('errorResponse', () => {
     expect({ status, unexpected }).toEqual({ status: 500, unexpected: true });
     expect(body.code).toBe('CHANCERY_API_INTERNAL');
     expect(JSON.stringify(body)).not.toContain('secret');
+  });
+
+  it('answers a write the database refused as data with 500, a bug to log, never a 503 to retry', () => {
+    const { status, body, unexpected } = errorResponse(new StoreRejectedWriteError('appending 1 events'), { bodyLimit: 1 });
+    expect({ status, code: body.code, unexpected }).toEqual({ status: 500, code: 'CHANCERY_STORE_REJECTED_WRITE', unexpected: true });
   });
 
   it('answers 500 for a failing handler and logs the error with its stack', async () => {
