@@ -3,6 +3,7 @@ import type { Observable } from 'rxjs';
 import type { ActorOptions, AnyStateMachine } from 'xstate';
 import type { InspectOptions } from './machines/inspect-options.js';
 import type { EventLog, Retention } from './store/types.js';
+import type { XdsLimits } from './xds/request-limits.js';
 
 /** What a control plane uses for each option left out; `chancery run` shows and uses the same. */
 export const DEFAULTS = {
@@ -16,6 +17,20 @@ export const DEFAULTS = {
   instanceTtl: 15_000,
   maxConnectionAge: 'off',
   drainPeriod: 5_000,
+  /**
+   * Generous for real clients: an Envoy sends a handful of requests in a burst on connect and
+   * one stream per connection; a valid node id has at most 127 characters; Istio's node
+   * metadata is a few KB, a few levels deep. The message size is grpc-js's own default.
+   */
+  xdsLimits: {
+    maxNodeIdLength: 256,
+    maxNodeMetadataBytes: 64 * 1024,
+    maxNodeMetadataDepth: 16,
+    maxResourceNames: 10_000,
+    maxRequestBytes: 4 * 1024 * 1024,
+    maxStreamsPerConnection: 100,
+    maxRequestsPerSecond: 100,
+  },
 } as const;
 
 /** How to run a control plane; `chancery run` builds this from flags and the environment. */
@@ -58,6 +73,11 @@ export interface ControlPlaneOptions {
   readonly maxConnectionAge?: number | 'off';
   /** ms over which `drain()` ends the streams of the instance. Default 5000. */
   readonly drainPeriod?: number;
+  /**
+   * What one xDS client may send; a stream crossing a limit is ended with RESOURCE_EXHAUSTED
+   * or INVALID_ARGUMENT and a short reason. Each one left out is `DEFAULTS.xdsLimits`'s.
+   */
+  readonly xdsLimits?: Partial<XdsLimits>;
   /** A pino logger; default: pino at `info` to stdout. */
   readonly logger?: Logger;
   /** Replaces the watchdog's interval: each emission is a tick. For tests and embedders. */

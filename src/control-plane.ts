@@ -150,6 +150,7 @@ class ChanceryControlPlane implements ControlPlane {
       logger: this.#logger,
       now,
       onSent: (_node, response, bytes) => metrics.sent(response.typeUrl, bytes),
+      limits: { ...DEFAULTS.xdsLimits, ...options.xdsLimits },
       ...(maxConnectionAge !== 'off' && { maxConnectionAge }),
     });
   }

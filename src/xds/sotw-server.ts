@@ -8,12 +8,16 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import { excerpt } from '../excerpt.js';
+import { ConnectionStreams } from './connection-streams.js';
 import { ADS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from './grpc-services.js';
+import { malformedRequest, refuseDiscoveryRequest, type XdsLimits } from './request-limits.js';
+import { RequestRate } from './request-rate.js';
 import { ResponseEncoder } from './response-encoder.js';
 import type { XdsResponse } from './stream-ledger.js';
-import { StreamWriter, type StreamSink } from './stream-writer.js';
+import { type EndStatus, StreamWriter, type StreamSink } from './stream-writer.js';
 import { isTypeUrl, PUSH_ORDER, type TypeUrl } from './type-urls.js';
-import { decodeRequest, type XdsRequest } from './xds-request.js';
+import { decodeRequest, type WireRequest, type XdsRequest } from './xds-request.js';
 
 type TypedRequest = XdsRequest & { readonly typeUrl: TypeUrl };
 
@@ -29,6 +33,8 @@ export interface XdsServerOptions {
   readonly instanceId: string;
   readonly logger: Logger;
   readonly now: () => number;
+  /** What one client may send (issue 11); `createControlPlane` passes DEFAULTS.xdsLimits with its options. */
+  readonly limits: XdsLimits;
   /** Told of every response written, for metrics and tests. */
   readonly onSent?: (node: string, response: XdsResponse, bytes: number) => void;
   /**
@@ -55,14 +61,18 @@ export class XdsServer {
   readonly #encoder: ResponseEncoder;
   /** Open streams, including those whose first request has not arrived yet. */
   readonly #open = new Set<StreamWriter>();
+  readonly #connections: ConnectionStreams;
   #streams = 0;
   #draining = false;
 
   constructor(options: XdsServerOptions) {
     this.#options = options;
+    this.#connections = new ConnectionStreams(options.limits.maxStreamsPerConnection);
     const age = options.maxConnectionAge;
     this.#server = new Server({
       'grpc.max_concurrent_streams': 100_000,
+      // grpc-js refuses a larger request itself, with RESOURCE_EXHAUSTED, before decoding it.
+      'grpc.max_receive_message_length': options.limits.maxRequestBytes,
       // The connection is told GOAWAY (grpc-js adds ±10%) before its stream is ended, so the
       // client reconnects on a new connection, which a load balancer may send elsewhere. The
       // grace only backs up the stream's own end.
@@ -75,7 +85,7 @@ export class XdsServer {
       callback({ code: grpcStatus.UNIMPLEMENTED, details: `${what} is not implemented by Chancery; use ADS StreamAggregatedResources (State of the World)` });
 
     this.#server.addService(serviceDefinition(ADS_SERVICE, decodeRequest), {
-      StreamAggregatedResources: (call: ServerDuplexStream<XdsRequest, Uint8Array>) => this.#serve(call),
+      StreamAggregatedResources: (call: ServerDuplexStream<WireRequest, Uint8Array>) => this.#serve(call),
       DeltaAggregatedResources: unimplemented('Delta xDS (DeltaAggregatedResources)'),
     } satisfies UntypedServiceImplementation);
     for (const service of PER_TYPE_SERVICES) {
@@ -126,8 +136,8 @@ export class XdsServer {
     });
   }
 
-  #serve(call: ServerDuplexStream<XdsRequest, Uint8Array>): void {
-    const { gateway, instanceId, logger, now, onSent } = this.#options;
+  #serve(call: ServerDuplexStream<WireRequest, Uint8Array>): void {
+    const { gateway, instanceId, logger, now, onSent, limits } = this.#options;
     const streamId = `${instanceId}/${++this.#streams}`;
     let node: string | undefined;
     const writer = new StreamWriter(call, this.#encoder, onSent && ((response, bytes) => onSent(node ?? '', response, bytes)));
@@ -135,32 +145,51 @@ export class XdsServer {
       writer.end({ code: RECONNECT, message: `instance ${instanceId} is draining; reconnect to another instance` });
       return;
     }
+    const peer = call.getPeer();
+    if (!this.#connections.open(peer)) {
+      const message = `this connection has ${limits.maxStreamsPerConnection} streams open, the most one connection may have`;
+      writer.end({ code: 'RESOURCE_EXHAUSTED', message });
+      return;
+    }
     this.#open.add(writer);
     const aged = this.#ageLimit(writer);
+    const rate = new RequestRate(limits.maxRequestsPerSecond, now());
     let closed = false;
     const close = (reason: string) => {
       if (closed) return;
       closed = true;
       if (aged) clearTimeout(aged);
       this.#open.delete(writer);
+      this.#connections.close(peer);
       writer.closed();
       if (node !== undefined) gateway.close(node, streamId, reason);
     };
+    const refuse = (status: EndStatus) => {
+      writer.end(status);
+      close(status.message);
+    };
 
-    call.on('data', (request: XdsRequest) => {
+    call.on('data', (wire: WireRequest) => {
+      // A refused stream's later messages are not read: its status is on its way.
+      if (closed) return;
+      if (!wire.ok) return refuse(malformedRequest(wire.reason));
+      if (!rate.take(now())) {
+        return refuse({ code: 'RESOURCE_EXHAUSTED', message: `more than ${limits.maxRequestsPerSecond} requests in a second on this stream` });
+      }
+      const { request } = wire;
+      const refusal = refuseDiscoveryRequest(request, wire.nodeMetadata, node === undefined, limits);
+      if (refusal !== undefined) return refuse(refusal);
       if (!isTypeUrl(request.typeUrl)) {
-        writer.end({
+        return refuse({
           code: 'INVALID_ARGUMENT',
-          message: `type URL "${request.typeUrl}" is not served by Chancery${node ? ` (node ${node})` : ''}; it serves ${PUSH_ORDER.join(', ')}`,
+          message: `type URL ${excerpt(request.typeUrl, 160)} is not served by Chancery${node ? ` (node ${node})` : ''}; it serves ${PUSH_ORDER.join(', ')}`,
         });
-        return close('unsupported type URL');
       }
       const typed = request as TypedRequest;
       if (node === undefined) {
         // xDS: only the first request on a stream is guaranteed to carry the node.
         if (request.nodeId === undefined) {
-          writer.end({ code: 'INVALID_ARGUMENT', message: 'the first DiscoveryRequest on a stream must carry node.id (<mesh>.<name>)' });
-          return close('no node id');
+          return refuse({ code: 'INVALID_ARGUMENT', message: 'the first DiscoveryRequest on a stream must carry node.id (<mesh>.<name>)' });
         }
         node = request.nodeId;
         logger.debug({ node, stream: streamId, peer: call.getPeer(), typeUrl: typed.typeUrl }, 'stream opened');

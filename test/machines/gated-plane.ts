@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { SimulatedClock } from 'xstate';
 import { createApiServer, registrySessions, type ApiServer } from '../../src/api/index.js';
+import { DEFAULTS } from '../../src/control-plane-options.js';
 import { SessionRegistry, type GenerationResult } from '../../src/machines/session-registry.js';
 import { generate, validate } from '../../src/mesh/index.js';
 import { createMemoryStore, type ResourceStore } from '../../src/store/index.js';
@@ -46,7 +47,7 @@ export async function startGatedPlane(evictionGrace: number): Promise<GatedPlane
     logger,
   });
   const subscription = store.projections.subscribe((projection) => registry.advance(projection.revision));
-  const server = new XdsServer({ gateway: registry, instanceId: 'model', logger, now: () => clock.now() });
+  const server = new XdsServer({ gateway: registry, instanceId: 'model', logger, now: () => clock.now(), limits: DEFAULTS.xdsLimits });
   const xds = await server.listen('127.0.0.1:0');
   const api: ApiServer = createApiServer(
     {

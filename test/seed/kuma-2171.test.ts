@@ -209,7 +209,8 @@ describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave
     };
 
     const log = new MemoryEventLog();
-    const h = (harness = await startHarness({ store: log }));
+    // Up to CONCURRENCY streams share the two connections, unevenly: more than the default allows one.
+    const h = (harness = await startHarness({ store: log, xdsLimits: { maxStreamsPerConnection: CONCURRENCY } }));
     const names = Array.from({ length: NODES }, (_, i) => `dp-${i}`);
     const warmup = Array.from({ length: 500 }, (_, i) => `warm-${i}`);
     const all = [...names, ...warmup];

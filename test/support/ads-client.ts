@@ -53,6 +53,11 @@ export class AdsStream {
     this.#call.write(encodeRequest(request));
   }
 
+  /** Sends one message of exactly these bytes: a request encoded by hand, or not a request at all. */
+  sendBytes(bytes: Uint8Array): void {
+    this.#call.write(bytes);
+  }
+
   /** ACKs a response: its version and nonce, with the names given (or none). */
   ack(response: DecodedResponse, resourceNames: readonly string[] = []): void {
     this.send({ typeUrl: response.typeUrl, versionInfo: response.versionInfo, responseNonce: response.nonce, resourceNames });
