@@ -5,7 +5,7 @@ import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { answerClientError } from './client-errors.js';
 import { errorResponse, type ServerLimits } from './error-response.js';
-import { MethodNotAllowedError, RouteNotFoundError } from './errors.js';
+import { MalformedRequestError, MethodNotAllowedError, RouteNotFoundError } from './errors.js';
 import { registerFleetRoutes } from './fleet-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
@@ -68,9 +68,17 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
     // cannot parse are answered in the same shape as every other error (issue 11).
     frameworkErrors: answer,
     clientErrorHandler: (error, socket) => answerClientError(error, socket, limits),
+    // Node answers a missing Host itself, with an empty body; the hook below answers it in ours.
+    http: { requireHostHeader: false },
   });
 
   app.setErrorHandler(answer);
+  app.addHook('onRequest', async (request) => {
+    // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without a Host header.
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      throw new MalformedRequestError('an HTTP/1.1 request needs a Host header', { field: 'Host' });
+    }
+  });
   const routes = new RouteMethods();
   app.addHook('onRoute', (route) => routes.add(route.method, route.url));
   app.setNotFoundHandler(async (request) => {

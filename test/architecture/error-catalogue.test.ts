@@ -48,7 +48,13 @@ describe('the error catalogue (docs/errors.md)', () => {
  * Requests the router refuses before any handler runs, each sent as raw bytes: fastify and
  * Node answer these with bodies of their own unless told otherwise (issue 11).
  */
-const ROUTER_REFUSALS: ReadonlyArray<{ readonly what: string; readonly line: string; readonly headers?: readonly string[]; readonly body?: string }> = [
+const ROUTER_REFUSALS: ReadonlyArray<{
+  readonly what: string;
+  readonly line: string;
+  readonly headers?: readonly string[];
+  readonly body?: string;
+  readonly host?: false;
+}> = [
   { what: 'an undecodable %ZZ in the path', line: 'GET /meshes/%ZZ' },
   { what: 'a %FF that is no UTF-8', line: 'GET /meshes/default/dataplanes/%FF' },
   { what: 'an over-long path parameter', line: `GET /sessions/${'n'.repeat(300)}` },
@@ -58,6 +64,7 @@ const ROUTER_REFUSALS: ReadonlyArray<{ readonly what: string; readonly line: str
   { what: 'a request line that is not HTTP', line: 'GET /\u0000 NOT-HTTP' },
   { what: 'headers over 16 KiB', line: 'GET /healthz', headers: [`X-Padding: ${'p'.repeat(20_000)}`] },
   { what: 'a bad Content-Length', line: 'PUT /meshes/default', headers: ['Content-Length: x'] },
+  { what: 'an HTTP/1.1 request without Host (Node answers it with no body)', line: 'GET /meshes', host: false },
 ];
 
 describe('router-level refusals (issue 11)', () => {
@@ -67,8 +74,8 @@ describe('router-level refusals (issue 11)', () => {
   });
   afterAll(() => api.close());
 
-  it.each(ROUTER_REFUSALS)('answers $what with { code, field?, reason }, a code the catalogue lists with that status', async ({ line, headers = [], body = '' }) => {
-    const head = [`${line} HTTP/1.1`, 'Host: test', 'Connection: close', ...headers].join('\r\n');
+  it.each(ROUTER_REFUSALS)('answers $what with { code, field?, reason }, a code the catalogue lists with that status', async ({ line, headers = [], body = '', host }) => {
+    const head = [`${line} HTTP/1.1`, ...(host === false ? [] : ['Host: test']), 'Connection: close', ...headers].join('\r\n');
     const response = await rawHttp(api.address, `${head}\r\n\r\n${body}`);
     expect(response.status).toBeGreaterThanOrEqual(400);
     expect(response.status).toBeLessThan(500);

@@ -31,3 +31,13 @@ export async function fuzz<Ts>(property: fc.IAsyncProperty<Ts>, options: FuzzOpt
     cause: details.errorInstance,
   });
 }
+
+/** Characters hostile input is made of: NUL and other controls, lone surrogates, separators, quotes, escapes. */
+const HOSTILE_CHARS = ['\u0000', '\u0001', '\t', '\n', '\r', '\u007f', '\u0085', '\ud800', '\udfff', '\u2028', '\ufeff', '"', "'", '\\', '%', '/', '?', '#', '&', '=', ':', '.', ' ', '*', '-', '🚀', 'é', 'a', 'Z', '0'];
+
+/** Text a hostile client sends: any code units at all, hostile characters, or a lot of one. */
+export const HOSTILE_TEXT: fc.Arbitrary<string> = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.string({ unit: fc.constantFrom(...HOSTILE_CHARS), maxLength: 24 }),
+  fc.tuple(fc.constantFrom(...HOSTILE_CHARS), fc.integer({ min: 64, max: 20_000 })).map(([char, count]) => char.repeat(count)),
+);

@@ -31,7 +31,10 @@ export function rawHttp(address: string, request: string | Buffer): Promise<RawR
   });
 }
 
-function parseResponse(bytes: Buffer): RawResponse {
+function parseResponse(received: Buffer): RawResponse {
+  let bytes = received;
+  // Interim answers (100 Continue) come before the response.
+  while (/^HTTP\/1\.1 1\d\d /.test(bytes.subarray(0, 13).toString('latin1'))) bytes = bytes.subarray(bytes.indexOf('\r\n\r\n') + 4);
   const split = bytes.indexOf('\r\n\r\n');
   if (split === -1) throw new Error(`no HTTP response, got ${JSON.stringify(bytes.subarray(0, 200).toString())}`);
   const [statusLine = '', ...lines] = bytes.subarray(0, split).toString('latin1').split('\r\n');
