@@ -83,6 +83,15 @@ describe('issue 11: NUL and lone surrogates are refused by validation, naming th
     expect(answer).toMatchObject({ status: 400, body: { code: 'CHANCERY_API_INVALID_RESOURCE', field: 'name' } });
   });
 
+  it.each([
+    ['GET', '/meshes/web%00/history'],
+    ['GET', '/meshes/default/dataplanes/web%001?revision=1'],
+    ['DELETE', '/meshes/default/dataplanes/web%001'],
+  ])('answers %s %s, a name no resource can have, with 404 and without asking the store', async (method, path) => {
+    const answer = await everywhere(path, { method });
+    expect(answer).toMatchObject({ status: 404, body: { code: 'CHANCERY_STORE_NOT_FOUND' } });
+  });
+
   it('refuses a surrogate encoded into the URL (not UTF-8) as a malformed URL', async () => {
     const answer = await everywhere('/meshes/default/dataplanes/%ED%A0%80', put(taggedDataplane({})));
     expect(answer).toMatchObject({ status: 400, body: { code: 'CHANCERY_API_MALFORMED_REQUEST', field: 'url' } });
