@@ -163,7 +163,7 @@ async function startInstance(name: string, instanceId: string, store: string, op
   const link = children.track(
     ChildLink.fork<ServerApi>(name, 'server.ts', { nodeFlags: ['--expose-gc', '--max-old-space-size=4096'], ...pinnedTo('0', options) }),
   );
-  const started = await link.request('start', { refreshInterval: 1_000, store, instanceId }, 60 * SECOND);
+  const started = await link.request('start', { refreshInterval: 1_000, store, instanceId, streamsPerConnection: options.streamsPerConnection }, 60 * SECOND);
   return { link, ...started };
 }
 

@@ -35,8 +35,15 @@ export interface UsageSample {
 }
 
 export type ServerApi = {
-  /** `store` defaults to `memory`, `instanceId` to `bench`. */
-  start: { args: { refreshInterval: number; store?: string; instanceId?: string }; result: { xds: string; pid: number; ms: number } };
+  /**
+   * `store` defaults to `memory`, `instanceId` to `bench`. `streamsPerConnection` is how many
+   * streams the fleet multiplexes on one connection, more than a real Envoy (one) and than the
+   * default limit allows: the server is told to take them.
+   */
+  start: {
+    args: { refreshInterval: number; store?: string; instanceId?: string; streamsPerConnection: number };
+    result: { xds: string; pid: number; ms: number };
+  };
   /** Applies the mesh's dataplanes, `concurrency` writes in flight (the store batches their catch-ups). */
   apply: { args: { shape: MeshShape; concurrency: number }; result: { ms: number; revision: number } };
   /** Generates every node's snapshot once, so the memoised per-node resources exist before any session does. */
@@ -86,7 +93,7 @@ function running(): ControlPlane {
 }
 
 serveCommands<ServerApi>({
-  async start({ refreshInterval, store = 'memory', instanceId = 'bench' }) {
+  async start({ refreshInterval, store = 'memory', instanceId = 'bench', streamsPerConnection }) {
     const started = monotonicMs();
     cp = createControlPlane({
       xdsAddress: '127.0.0.1:0',
@@ -94,6 +101,7 @@ serveCommands<ServerApi>({
       store,
       instanceId,
       refreshInterval,
+      xdsLimits: { maxStreamsPerConnection: streamsPerConnection },
       logger: pino({ level: 'warn' }, pino.destination(2)),
     });
     await cp.start();

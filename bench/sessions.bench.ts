@@ -125,7 +125,7 @@ async function runSize(nodes: number, options: Options): Promise<SizeResult> {
   children.track(server);
   let fleet: ChildLink<FleetApi> | undefined;
   try {
-    const { xds } = await server.request('start', { refreshInterval: 1_000 }, 30 * SECOND);
+    const { xds } = await server.request('start', { refreshInterval: 1_000, streamsPerConnection: options.streamsPerConnection }, 30 * SECOND);
     const empty = await server.request('memory', null, 30 * SECOND);
 
     console.log(`[sessions] N=${nodes}: applying ${nodes} dataplanes over ${options.services} services`);

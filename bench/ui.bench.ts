@@ -140,7 +140,7 @@ async function runSize(nodes: number, options: Options): Promise<SizeResult> {
   console.log(`\n[ui] N=${nodes}: starting the control plane with its HTTP API`);
   const server = children.track(ChildLink.fork<ApiServerApi>('api-server', 'support/api-server-child.ts', { nodeFlags: ['--max-old-space-size=4096'], ...pinned('0') }));
   try {
-    const { xds, api, readerApi } = await server.request('start', { evictionGrace: EVICTION_GRACE_MS }, 30 * SECOND);
+    const { xds, api, readerApi } = await server.request('start', { evictionGrace: EVICTION_GRACE_MS, streamsPerConnection: options.streamsPerConnection }, 30 * SECOND);
     const base = `http://${api}`;
     console.log(`[ui] N=${nodes}: applying ${shape.nodes} dataplanes`);
     const { ms: applyMs } = await server.request('apply', { shape, concurrency: 500 }, 120 * SECOND);

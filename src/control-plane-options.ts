@@ -4,6 +4,7 @@ import type { ActorOptions, AnyStateMachine } from 'xstate';
 import type { TlsFilePaths } from './identity/index.js';
 import type { InspectOptions } from './inspector/index.js';
 import type { EventLog, Retention } from './store/index.js';
+import type { XdsLimits } from './xds/index.js';
 
 /** How to run a control plane; `chancery run` builds this from flags and the environment. */
 export interface ControlPlaneOptions {
@@ -60,6 +61,11 @@ export interface ControlPlaneOptions {
   readonly maxConnectionAge?: number | 'off';
   /** ms over which `drain()` ends the streams of the instance. Default 5000. */
   readonly drainPeriod?: number;
+  /**
+   * What one xDS client may send; a stream crossing a limit is ended with RESOURCE_EXHAUSTED
+   * or INVALID_ARGUMENT and a short reason. Each one left out is `DEFAULTS.xdsLimits`'s.
+   */
+  readonly xdsLimits?: Partial<XdsLimits>;
   /** A pino logger; default: pino at `info` to stdout. */
   readonly logger?: Logger;
   /** Replaces the watchdog's interval: each emission is a tick. For tests and embedders. */

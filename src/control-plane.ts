@@ -178,6 +178,7 @@ class ChanceryControlPlane implements ControlPlane {
       logger: this.#logger,
       now,
       clientStatus: { clients: () => clientStatuses(this.#registry) },
+      limits: { ...DEFAULTS.xdsLimits, ...options.xdsLimits },
       ...(maxConnectionAge !== 'off' && { maxConnectionAge }),
       admission: new StreamAuthenticator({ store: { get: (key) => this.store.get(key) }, now, audienceHosts: () => this.#xdsTls?.names ?? [] }),
       onRefused: (refused) => {

@@ -14,4 +14,18 @@ export const DEFAULTS = {
   maxConnectionAge: 'off',
   drainPeriod: 5_000,
   tlsReloadInterval: 1_000,
+  /**
+   * Generous for real clients: an Envoy sends a handful of requests in a burst on connect and
+   * one stream per connection; a valid node id has at most 127 characters; Istio's node
+   * metadata is a few KB, a few levels deep. The message size is grpc-js's own default.
+   */
+  xdsLimits: {
+    maxNodeIdLength: 256,
+    maxNodeMetadataBytes: 64 * 1024,
+    maxNodeMetadataDepth: 16,
+    maxResourceNames: 10_000,
+    maxRequestBytes: 4 * 1024 * 1024,
+    maxStreamsPerConnection: 100,
+    maxRequestsPerSecond: 100,
+  },
 } as const;

@@ -15,8 +15,11 @@ import { dataplane, hubEndpoint, type MeshShape } from './mesh-shape.js';
 import { LoopLag, type LoopLagSample } from './ui-loop-lag.js';
 
 export type ApiServerApi = {
-  /** Starts both instances; `evictionGrace` short, so a churn phase ends soon after its nodes leave. */
-  start: { args: { evictionGrace: number }; result: { xds: string; api: string; readerApi: string } };
+  /**
+   * Starts both instances; `evictionGrace` short, so a churn phase ends soon after its nodes
+   * leave; `streamsPerConnection` the fleet's, past the default limit.
+   */
+  start: { args: { evictionGrace: number; streamsPerConnection: number }; result: { xds: string; api: string; readerApi: string } };
   /** Applies the mesh's dataplanes to `bench-a`, `concurrency` writes in flight. */
   apply: { args: { shape: MeshShape; concurrency: number }; result: { ms: number } };
   /** One more hub endpoint: a write every node's EDS depends on. */
@@ -43,10 +46,11 @@ function serving(): ControlPlane {
 }
 
 serveCommands<ApiServerApi>({
-  async start({ evictionGrace }) {
+  async start({ evictionGrace, streamsPerConnection }) {
     const logger = pino({ level: 'warn' }, pino.destination(2));
+    const xdsLimits = { maxStreamsPerConnection: streamsPerConnection };
     for (const instanceId of ['bench-a', 'bench-b']) {
-      const plane = createControlPlane({ xdsAddress: '127.0.0.1:0', apiAddress: '127.0.0.1:0', store: log, instanceId, evictionGrace, logger });
+      const plane = createControlPlane({ xdsAddress: '127.0.0.1:0', apiAddress: '127.0.0.1:0', store: log, instanceId, evictionGrace, xdsLimits, logger });
       await plane.start();
       planes.push(plane);
     }

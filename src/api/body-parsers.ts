@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { parse as parseYaml } from 'yaml';
+import { checkBodyShape } from './body-shape.js';
 import { MalformedBodyError, UnsupportedMediaTypeError } from './errors.js';
+import { parseYaml } from './yaml-body.js';
 
 const YAML_MEDIA_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
 
@@ -9,18 +10,23 @@ export const ACCEPTED_MEDIA_TYPES: readonly string[] = ['application/json', ...Y
 
 /**
  * Replaces fastify's parsers with ours: JSON and YAML, each turning a syntax error into
- * `MalformedBodyError`, and a catch-all that refuses every other media type. fastify
- * still enforces `bodyLimit` before a parser sees the text.
+ * `MalformedBodyError` and checking the parsed body's depth and expanded size (body-shape.ts),
+ * and a catch-all that refuses every other media type. fastify still enforces `bodyLimit`
+ * before a parser sees the text.
  */
-export function registerBodyParsers(app: FastifyInstance): void {
+export function registerBodyParsers(app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
-  app.addContentTypeParser(YAML_MEDIA_TYPES, { parseAs: 'string' }, parseYamlBody);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, async (_request: FastifyRequest, text: string | Buffer) =>
+    shaped(parseJson(text.toString()), bodyLimit),
+  );
+  app.addContentTypeParser(YAML_MEDIA_TYPES, { parseAs: 'string' }, async (_request: FastifyRequest, text: string | Buffer) => {
+    const source = text.toString();
+    return shaped(isBlank(source) ? undefined : parseYaml(source), bodyLimit);
+  });
   app.addContentTypeParser('*', refuseMediaType);
 }
 
-async function parseJsonBody(_request: FastifyRequest, text: string | Buffer): Promise<unknown> {
-  const source = text.toString();
+function parseJson(source: string): unknown {
   if (isBlank(source)) return undefined;
   try {
     return JSON.parse(source);
@@ -29,16 +35,9 @@ async function parseJsonBody(_request: FastifyRequest, text: string | Buffer): P
   }
 }
 
-async function parseYamlBody(_request: FastifyRequest, text: string | Buffer): Promise<unknown> {
-  const source = text.toString();
-  if (isBlank(source)) return undefined;
-  try {
-    return parseYaml(source);
-  } catch (error) {
-    // The yaml package ends its first line with "at line L, column C:" and an excerpt below.
-    const [summary = ''] = (error as Error).message.split('\n');
-    throw new MalformedBodyError(`invalid YAML: ${summary.replace(/:$/, '')}`, { cause: error });
-  }
+function shaped(body: unknown, bodyLimit: number): unknown {
+  checkBodyShape(body, bodyLimit);
+  return body;
 }
 
 async function refuseMediaType(request: FastifyRequest): Promise<never> {

@@ -1,4 +1,5 @@
 import { ChanceryError } from '../chancery-error.js';
+import { clip } from '../excerpt.js';
 import type { ValidationIssue } from '../mesh/index.js';
 import type { InvalidIdentityRequestError, InvalidTokenLifetimeError } from '../identity/index.js';
 import type {
@@ -6,11 +7,20 @@ import type {
   MeshNotFoundError,
   NotFoundError,
   RevisionCompactedError,
+  StoreRejectedWriteError,
   StoreUnavailableError,
   VersionConflictError,
 } from '../store/index.js';
 import { ACCEPTED_MEDIA_TYPES } from './body-parsers.js';
-import { type ApiError, BodyTooLargeError, InternalError, MalformedRequestError, UnsupportedMediaTypeError } from './errors.js';
+import {
+  type ApiError,
+  BodyTooLargeError,
+  InternalError,
+  MalformedRequestError,
+  MethodNotAllowedError,
+  UnsupportedMediaTypeError,
+  UrlTooLongError,
+} from './errors.js';
 
 type HandledError =
   | ApiError
@@ -19,6 +29,7 @@ type HandledError =
   | MeshNotFoundError
   | RevisionCompactedError
   | FutureRevisionError
+  | StoreRejectedWriteError
   | StoreUnavailableError
   | InvalidTokenLifetimeError
   | InvalidIdentityRequestError;
@@ -38,6 +49,10 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_API_PATH_MISMATCH: 400,
   CHANCERY_API_MALFORMED_BODY: 400,
   CHANCERY_API_MALFORMED_REQUEST: 400,
+  CHANCERY_API_URL_TOO_LONG: 414,
+  CHANCERY_API_HEADERS_TOO_LARGE: 431,
+  CHANCERY_API_REQUEST_TIMEOUT: 408,
+  CHANCERY_API_METHOD_NOT_ALLOWED: 405,
   CHANCERY_API_INVALID_PRECONDITION: 400,
   CHANCERY_API_INVALID_QUERY: 400,
   CHANCERY_API_SESSION_NOT_FOUND: 404,
@@ -52,6 +67,7 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_STORE_VERSION_CONFLICT: 409,
   CHANCERY_STORE_REVISION_COMPACTED: 410,
   CHANCERY_STORE_FUTURE_REVISION: 400,
+  CHANCERY_STORE_REJECTED_WRITE: 500,
   CHANCERY_STORE_UNAVAILABLE: 503,
   CHANCERY_IDENTITY_INVALID_TTL: 400,
   CHANCERY_IDENTITY_INVALID_REQUEST: 400,
@@ -73,16 +89,26 @@ export interface ErrorBody {
 export interface ErrorResponse {
   readonly status: number;
   readonly body: ErrorBody;
+  /** Headers the status calls for: `Allow` with a 405, `WWW-Authenticate` with a 401. */
+  readonly headers: Readonly<Record<string, string>>;
   /** The error was not one the API expects: log it, with its cause. */
   readonly unexpected: boolean;
 }
 
+/** What the mapping of fastify's own errors needs to know of the server. */
+export interface ServerLimits {
+  readonly bodyLimit: number;
+  /** The longest path segment the router matches (fastify's `maxParamLength`). */
+  readonly maxPathSegment: number;
+}
+
 /**
  * The one place an error becomes an HTTP answer. Chancery errors are mapped by code;
- * fastify's own request errors (body too large, bad Content-Length, undecodable URL)
- * are first turned into ours; anything else is a 500 whose details stay in the log.
+ * fastify's own request errors (body too large, bad Content-Length, undecodable URL, over-long
+ * path segment) are first turned into ours, never passing on a message that repeats the
+ * request; anything else is a 500 whose details stay in the log.
  */
-export function errorResponse(error: unknown, limits: { readonly bodyLimit: number }): ErrorResponse {
+export function errorResponse(error: unknown, limits: ServerLimits): ErrorResponse {
   const handled = asHandled(error, limits);
   const { code } = handled;
   const field = 'field' in handled && typeof handled.field === 'string' ? handled.field : DEFAULT_FIELD[code];
@@ -92,16 +118,36 @@ export function errorResponse(error: unknown, limits: { readonly bodyLimit: numb
     reason: handled.message,
     ...('issues' in handled && { issues: handled.issues }),
   };
-  return { status: ERROR_STATUS[code], body, unexpected: handled instanceof InternalError };
+  const headers: Record<string, string> =
+    handled instanceof MethodNotAllowedError
+      ? { allow: handled.allowed.join(', ') }
+      : code === 'CHANCERY_API_UNAUTHENTICATED'
+        ? { 'www-authenticate': 'Bearer realm="chancery"' }
+        : {};
+  // A 500 is a bug, whatever its code: logged with its cause.
+  const status = ERROR_STATUS[code];
+  return { status, body, headers, unexpected: status === 500 };
 }
 
-function asHandled(error: unknown, limits: { readonly bodyLimit: number }): HandledError {
+/** The longest fastify message passed on: some (a bad Content-Length) are short and useful. */
+const FASTIFY_MESSAGE_LENGTH = 120;
+
+function asHandled(error: unknown, limits: ServerLimits): HandledError {
   if (error instanceof ChanceryError && Object.hasOwn(ERROR_STATUS, error.code)) return error as HandledError;
   const fastifyCode = error instanceof Error && 'code' in error ? error.code : undefined;
-  if (fastifyCode === 'FST_ERR_CTP_BODY_TOO_LARGE') return new BodyTooLargeError(limits.bodyLimit);
-  if (fastifyCode === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new UnsupportedMediaTypeError(undefined, ACCEPTED_MEDIA_TYPES);
+  switch (fastifyCode) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new BodyTooLargeError(limits.bodyLimit);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new UnsupportedMediaTypeError(undefined, ACCEPTED_MEDIA_TYPES);
+    // Both quote the whole path: ours say what is wrong without it.
+    case 'FST_ERR_BAD_URL':
+      return new MalformedRequestError('the URL path is not valid percent-encoded UTF-8', { cause: error, field: 'url' });
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new UrlTooLongError(limits.maxPathSegment);
+  }
   if (typeof fastifyCode === 'string' && fastifyCode.startsWith('FST_') && isClientError(error)) {
-    return new MalformedRequestError((error as Error).message, { cause: error });
+    return new MalformedRequestError(clip((error as Error).message, FASTIFY_MESSAGE_LENGTH), { cause: error });
   }
   return new InternalError({ cause: error });
 }

@@ -1,4 +1,5 @@
 import { ChanceryError } from '../chancery-error.js';
+import { clip, excerpt } from '../excerpt.js';
 import type { ValidationIssue } from '../mesh/index.js';
 
 /** The body failed resource validation; nothing was stored. `field` is the first issue's path. */
@@ -20,7 +21,7 @@ export class PathMismatchError extends ChanceryError {
     readonly inBody: unknown,
     readonly inPath: string,
   ) {
-    super(`${field} is ${JSON.stringify(inBody)} in the body but "${inPath}" in the path`);
+    super(`${field} is ${excerpt(inBody)} in the body but ${excerpt(inPath)} in the path`);
   }
 }
 
@@ -32,19 +33,64 @@ export class MalformedBodyError extends ChanceryError {
   }
 }
 
-/** The body is larger than the server accepts (`bodyLimit`). */
+/** The body, as sent or once its YAML aliases are expanded, is larger than the server accepts (`bodyLimit`). */
 export class BodyTooLargeError extends ChanceryError {
   readonly code = 'CHANCERY_API_BODY_TOO_LARGE';
-  constructor(readonly limit: number) {
-    super(`request body is larger than the limit of ${limit} bytes`);
+  constructor(
+    readonly limit: number,
+    readonly as: 'sent' | 'expanded' = 'sent',
+  ) {
+    super(
+      as === 'sent'
+        ? `request body is larger than the limit of ${limit} bytes`
+        : `request body expands (YAML aliases) to more than the limit of ${limit} bytes`,
+    );
   }
 }
 
-/** The request could not be read at all: a bad Content-Length, an undecodable URL, an over-long path. */
+/** The request could not be read at all: not HTTP, a bad Content-Length, an undecodable URL. */
 export class MalformedRequestError extends ChanceryError {
   readonly code = 'CHANCERY_API_MALFORMED_REQUEST';
-  constructor(detail: string, options?: { cause?: unknown }) {
+  readonly field: string | undefined;
+  constructor(detail: string, options?: { readonly cause?: unknown; readonly field?: string }) {
     super(detail, options);
+    this.field = options?.field;
+  }
+}
+
+/** A segment of the URL path is longer than any name the API has (`MAX_PATH_SEGMENT`). */
+export class UrlTooLongError extends ChanceryError {
+  readonly code = 'CHANCERY_API_URL_TOO_LONG';
+  readonly field = 'url';
+  constructor(readonly limit: number) {
+    super(`a segment of the URL path is longer than ${limit} characters; no name is`);
+  }
+}
+
+/** The request's headers (with its URL) are larger than Node's HTTP parser accepts. */
+export class HeadersTooLargeError extends ChanceryError {
+  readonly code = 'CHANCERY_API_HEADERS_TOO_LARGE';
+  constructor() {
+    super('the request line and headers are larger than the server accepts (16 KiB)');
+  }
+}
+
+/** The request did not arrive in full within the server's request timeout. */
+export class RequestTimeoutError extends ChanceryError {
+  readonly code = 'CHANCERY_API_REQUEST_TIMEOUT';
+  constructor() {
+    super('the request did not arrive in time');
+  }
+}
+
+/** A route exists for the URL, but not with this method; `allowed` lists the methods it has. */
+export class MethodNotAllowedError extends ChanceryError {
+  readonly code = 'CHANCERY_API_METHOD_NOT_ALLOWED';
+  constructor(
+    readonly method: string,
+    readonly allowed: readonly string[],
+  ) {
+    super(`${clip(method, 16)} is not allowed here; this URL takes ${allowed.join(', ')}`);
   }
 }
 
@@ -55,7 +101,7 @@ export class UnsupportedMediaTypeError extends ChanceryError {
     readonly contentType: string | undefined,
     readonly accepted: readonly string[],
   ) {
-    const what = contentType === undefined ? 'a missing or unreadable Content-Type' : `Content-Type ${contentType}`;
+    const what = contentType === undefined ? 'a missing or unreadable Content-Type' : `Content-Type ${excerpt(contentType)}`;
     super(`${what} is not supported; send one of ${accepted.join(', ')}`);
   }
 }
@@ -90,7 +136,7 @@ export class SessionNotFoundError extends ChanceryError {
     readonly node: string,
     where: 'on this instance' | 'on any live instance' = 'on this instance',
   ) {
-    super(`no session for node ${node} ${where}`);
+    super(`no session for node ${clip(node, 128)} ${where}`);
   }
 }
 
@@ -101,7 +147,7 @@ export class RouteNotFoundError extends ChanceryError {
     readonly method: string,
     readonly url: string,
   ) {
-    super(`no route for ${method} ${url}`);
+    super(`no route for ${clip(method, 16)} ${excerpt(url)}`);
   }
 }
 
@@ -137,6 +183,10 @@ export type ApiError =
   | PathMismatchError
   | MalformedBodyError
   | MalformedRequestError
+  | UrlTooLongError
+  | HeadersTooLargeError
+  | RequestTimeoutError
+  | MethodNotAllowedError
   | BodyTooLargeError
   | UnsupportedMediaTypeError
   | InvalidPreconditionError

@@ -1,19 +1,21 @@
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import fastify, { type FastifyBaseLogger, LogController } from 'fastify';
+import fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { TlsFiles } from '../identity/index.js';
 import { registerAccess, type ApiAccess } from './access.js';
 import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { registerBootstrapRoutes } from './bootstrap-routes.js';
-import { errorResponse } from './error-response.js';
-import { RouteNotFoundError } from './errors.js';
+import { answerClientError } from './client-errors.js';
+import { errorResponse, type ServerLimits } from './error-response.js';
+import { MalformedRequestError, MethodNotAllowedError, RouteNotFoundError } from './errors.js';
 import { registerFleetRoutes } from './fleet-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
 import { registerIdentityRoutes } from './identity-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
 import { registerResourceRoutes } from './resource-routes.js';
+import { RouteMethods } from './route-methods.js';
 import { registerSessionHistoryRoutes } from './session-history-routes.js';
 import { registerSessionRoutes } from './session-routes.js';
 import { registerUiRoutes } from './ui-routes.js';
@@ -21,6 +23,13 @@ import { registerStatechartRoutes } from './statechart-routes.js';
 
 /** The largest request body accepted unless `bodyLimit` says otherwise: 1 MiB. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/**
+ * The longest path segment the router matches; a longer one is 414. The longest name in a
+ * URL is a node id, two DNS labels and a dot (127 characters); fastify's default of 100 would
+ * refuse some valid ones.
+ */
+export const MAX_PATH_SEGMENT = 256;
 
 export interface ApiServerOptions {
   readonly logger: Logger;
@@ -50,28 +59,44 @@ export interface ApiServer {
  */
 export function createApiServer(backend: ApiBackend, options: ApiServerOptions): ApiServer {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const limits: ServerLimits = { bodyLimit, maxPathSegment: MAX_PATH_SEGMENT };
   const logger: FastifyBaseLogger = options.logger;
   const { tls } = options;
-  const app = fastify({
-    loggerInstance: logger,
-    bodyLimit,
-    ...(tls && { https: secureContextOf(tls) }),
-    // A line per request is noise at `info`; writes and failures are logged by the handlers.
-    logController: new LogController({ disableRequestLogging: !options.logger.isLevelEnabled('debug') }),
-  });
-
-  app.setErrorHandler((error, request, reply) => {
-    const { status, body, unexpected } = errorResponse(error, { bodyLimit });
+  const answer = (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const { status, body, headers, unexpected } = errorResponse(error, limits);
     if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'request failed');
     else if (status >= 500) request.log.warn({ code: body.code, reason: body.reason }, 'request failed');
     else if (status === 401 || status === 403) request.log.warn({ code: body.code, reason: body.reason, method: request.method, url: request.url, ip: request.ip }, 'request refused');
-    if (status === 401) reply.header('www-authenticate', 'Bearer realm="chancery"');
-    return reply.code(status).send(body);
+    return reply.code(status).headers(headers).send(body);
+  };
+  const app = fastify({
+    loggerInstance: logger,
+    bodyLimit,
+    // Node answers a missing Host itself, with an empty body; the hook below answers it in ours.
+    ...(tls ? { https: { ...secureContextOf(tls), requireHostHeader: false } } : { http: { requireHostHeader: false } }),
+    routerOptions: { maxParamLength: MAX_PATH_SEGMENT },
+    // A line per request is noise at `info`; writes and failures are logged by the handlers.
+    logController: new LogController({ disableRequestLogging: !options.logger.isLevelEnabled('debug') }),
+    // The router's own refusals (an undecodable URL, an over-long segment) and requests Node
+    // cannot parse are answered in the same shape as every other error (issue 11).
+    frameworkErrors: answer,
+    clientErrorHandler: (error, socket) => answerClientError(error, socket, limits),
   });
+
+  app.setErrorHandler(answer);
+  app.addHook('onRequest', async (request) => {
+    // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without a Host header.
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      throw new MalformedRequestError('an HTTP/1.1 request needs a Host header', { field: 'Host' });
+    }
+  });
+  const routes = new RouteMethods();
+  app.addHook('onRoute', (route) => routes.add(route.method, route.url));
   app.setNotFoundHandler(async (request) => {
-    throw new RouteNotFoundError(request.method, request.url);
+    const allowed = routes.allowed(request.url.split('?', 1)[0] ?? '');
+    throw allowed.length > 0 ? new MethodNotAllowedError(request.method, allowed) : new RouteNotFoundError(request.method, request.url);
   });
-  registerBodyParsers(app);
+  registerBodyParsers(app, bodyLimit);
   registerAccess(app, options.access ?? { mode: 'none' });
   if (tls) {
     const unsubscribe = tls.onChange(() => (app.server as HttpsServer).setSecureContext(secureContextOf(tls)));

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { excerpt } from '../excerpt.js';
 import { asResourceVersion, type ResourceVersion } from '../store/index.js';
 import { InvalidPreconditionError } from './errors.js';
 
@@ -47,14 +48,14 @@ function readIfMatch(headers: IncomingHttpHeaders): ResourceVersion | undefined 
   if (value === undefined) return undefined;
   const match = ENTITY_TAG.exec(value.trim());
   if (match?.[1] === undefined) {
-    throw new InvalidPreconditionError('If-Match', `If-Match must be one resource version, such as "3"; got ${value}`);
+    throw new InvalidPreconditionError('If-Match', `If-Match must be one resource version, such as "3"; got ${excerpt(value)}`);
   }
   return asResourceVersion(Number(match[1]));
 }
 
 function readBodyVersion(value: unknown): ResourceVersion {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new InvalidPreconditionError('version', `version must be a resource version (a positive integer); got ${JSON.stringify(value)}`);
+    throw new InvalidPreconditionError('version', `version must be a resource version (a positive integer); got ${excerpt(value)}`);
   }
   return asResourceVersion(value);
 }

@@ -1,3 +1,4 @@
+import { clip, EXCERPT_LENGTH, excerpt } from '../excerpt.js';
 import { InvalidQueryError } from './errors.js';
 
 /** A query string as fastify parses it: a repeated parameter becomes an array. */
@@ -11,7 +12,7 @@ export function onlyKnown(query: Query, known: readonly string[]): void {
   for (const field of Object.keys(query)) {
     if (!known.includes(field)) {
       const takes = known.length === 0 ? 'takes no query parameters' : `takes ${known.join(', ')}`;
-      throw new InvalidQueryError(field, `unknown query parameter ${field}: this route ${takes}`);
+      throw new InvalidQueryError(clip(field, EXCERPT_LENGTH), `unknown query parameter ${excerpt(field)}: this route ${takes}`);
     }
   }
 }
@@ -31,7 +32,7 @@ export function integer(query: Query, field: string, range: { readonly min: numb
   const { min, max } = range;
   if (!(n >= min) || (max !== undefined && n > max)) {
     const expected = max === undefined ? `an integer of at least ${min}` : `an integer from ${min} to ${max}`;
-    throw new InvalidQueryError(field, `${field} must be ${expected}; got ${value}`);
+    throw new InvalidQueryError(field, `${field} must be ${expected}; got ${excerpt(value)}`);
   }
   return n;
 }

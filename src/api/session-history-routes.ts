@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { compareText } from '../compare-text.js';
+import { excerpt } from '../excerpt.js';
 import type { FleetSession } from '../fleet/index.js';
 import type { SessionState, SessionView, TransitionRecord } from '../machines/index.js';
 import type { ApiBackend } from './api-backend.js';
@@ -33,7 +34,7 @@ export function registerSessionHistoryRoutes(app: FastifyInstance, { sessions, f
       const own = sessions.get(node);
       return fleetHistory(node, [...(own === undefined ? [] : [own]), ...(await fleet.others(node))]);
     }
-    if (scope !== 'local') throw new InvalidQueryError('scope', `scope must be local or fleet; got ${scope}`);
+    if (scope !== 'local') throw new InvalidQueryError('scope', `scope must be local or fleet; got ${excerpt(scope)}`);
     const view = sessions.get(node);
     if (view === undefined) throw new SessionNotFoundError(node);
     return { node: view.node, instance: view.instance, state: view.state, transitions: view.transitions };

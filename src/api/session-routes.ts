@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { compareText } from '../compare-text.js';
+import { excerpt } from '../excerpt.js';
 import { lastResponseNacked, SESSION_STATES, type SessionState, type SessionView } from '../machines/index.js';
 import type { SessionSummary } from '../sessions/index.js';
 import type { ApiBackend } from './api-backend.js';
@@ -157,16 +158,16 @@ function countsOf(summaries: readonly SessionSummary[]): SessionCounts {
 
 function readSessionQuery(query: Query): SessionQuery {
   const scope = single(query, 'scope') ?? 'local';
-  if (scope !== 'local' && scope !== 'fleet') throw new InvalidQueryError('scope', `scope must be local or fleet; got ${scope}`);
+  if (scope !== 'local' && scope !== 'fleet') throw new InvalidQueryError('scope', `scope must be local or fleet; got ${excerpt(scope)}`);
   const state = single(query, 'state');
   if (state !== undefined && !(SESSION_STATES as readonly string[]).includes(state)) {
-    throw new InvalidQueryError('state', `state must be one of ${SESSION_STATES.join(', ')}; got ${state}`);
+    throw new InvalidQueryError('state', `state must be one of ${SESSION_STATES.join(', ')}; got ${excerpt(state)}`);
   }
   const mesh = single(query, 'mesh');
   const instance = single(query, 'instance');
   const nacking = single(query, 'nacking');
   if (nacking !== undefined && nacking !== 'true' && nacking !== 'false') {
-    throw new InvalidQueryError('nacking', `nacking must be true or false; got ${nacking}`);
+    throw new InvalidQueryError('nacking', `nacking must be true or false; got ${excerpt(nacking)}`);
   }
   const limit = integer(query, 'limit', { min: 1 });
   return {

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { excerpt } from '../excerpt.js';
 import { isStatechartFormat, renderStatechart, STATECHART_FORMATS, type StatechartFormat } from '../machines/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError } from './errors.js';
@@ -20,7 +21,7 @@ export function registerStatechartRoutes(app: FastifyInstance, { evictionGrace }
     onlyKnown(request.query, ['format']);
     const format = single(request.query, 'format') ?? 'json';
     if (!isStatechartFormat(format)) {
-      throw new InvalidQueryError('format', `format must be one of ${STATECHART_FORMATS.join(', ')}; got ${format}`);
+      throw new InvalidQueryError('format', `format must be one of ${STATECHART_FORMATS.join(', ')}; got ${excerpt(format)}`);
     }
     return reply.type(CONTENT_TYPE[format]).send(await renderStatechart(format, evictionGrace));
   });

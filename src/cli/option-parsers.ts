@@ -29,6 +29,24 @@ export function parseOptionalDuration(text: string): number | 'off' {
   return text.trim() === 'off' ? 'off' : parsePositiveDuration(text);
 }
 
+const COUNT = /^[1-9]\d{0,14}$/;
+
+/** A whole number of at least 1 (`100`). */
+export function parseCount(text: string): number {
+  if (!COUNT.test(text.trim())) throw new Error(`expected a whole number of at least 1; got "${text}"`);
+  return Number(text.trim());
+}
+
+const BYTE_SIZE = /^([1-9]\d{0,14})(B|KiB|MiB)?$/;
+const UNIT_BYTES = { B: 1, KiB: 1_024, MiB: 1_048_576 } as const;
+
+/** A size of at least 1 byte: `65536`, `64KiB`, `4MiB`. */
+export function parseByteSize(text: string): number {
+  const match = BYTE_SIZE.exec(text.trim());
+  if (match?.[1] === undefined) throw new Error(`expected a size such as 65536, 64KiB or 4MiB; got "${text}"`);
+  return Number(match[1]) * UNIT_BYTES[(match[2] ?? 'B') as keyof typeof UNIT_BYTES];
+}
+
 /** `host:port` (`[::1]:5681` for IPv6); port 0 lets the OS choose. Returned as given. */
 export function parseAddress(text: string): string {
   if (parseHostPort(text) === undefined) throw new Error(`expected ${HOST_PORT_RULE}; got "${text}"`);

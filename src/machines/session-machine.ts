@@ -1,4 +1,5 @@
 import { assertEvent, assign, emit, enqueueActions, setup } from 'xstate';
+import { excerpt } from '../excerpt.js';
 import { parseNodeId } from '../mesh/index.js';
 import { openLedger, type Snapshot } from '../xds/index.js';
 import { servedSnapshot, streamPhase, type SessionContext, type SessionInput } from './session-context.js';
@@ -45,7 +46,7 @@ export const sessionSetup = setup({
       assertEvent(event, 'stream.opened');
       const parsed = parseNodeId(context.node);
       // Every reason names the node id and the <mesh>.<name> rule it breaks.
-      const message = parsed.ok ? `node id "${context.node}" is invalid` : parsed.reason;
+      const message = parsed.ok ? `node id ${excerpt(context.node)} is invalid` : parsed.reason;
       enqueue.emit({ type: 'end', streamId: event.stream.id, status: { code: 'INVALID_ARGUMENT', message } });
     }),
     requestSnapshot: emit({ type: 'generate' }),

@@ -1,4 +1,5 @@
 import { ChanceryError } from '../chancery-error.js';
+import { excerpt } from '../excerpt.js';
 
 /** A node id that is not `<mesh>.<name>`: no Dataplane can ever match it. */
 export class InvalidNodeIdError extends ChanceryError {
@@ -8,7 +9,7 @@ export class InvalidNodeIdError extends ChanceryError {
     readonly revision: number,
     readonly reason: string,
   ) {
-    super(`node id ${JSON.stringify(node)} is invalid: ${reason}`);
+    super(`node id ${excerpt(node)} is invalid: ${reason}`);
   }
 }
 

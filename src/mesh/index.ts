@@ -1,4 +1,5 @@
 export { validate, type ValidationIssue, type ValidationResult } from './validate.js';
+export { RESOURCE_LIMITS } from './limits.js';
 export { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
 export { nodeIdOf, parseNodeId, type NodeIdParse } from './node-id.js';
 export { inboundListenerName, localClusterName, outboundListenerName, serviceResourceName } from './names.js';

@@ -1,3 +1,4 @@
+import { excerpt } from '../excerpt.js';
 import { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
 
 export type NodeIdParse =
@@ -7,14 +8,15 @@ export type NodeIdParse =
 /**
  * Reads a node id, `<mesh>.<name>`, naming the Dataplane a session serves (DESIGN §6).
  * It splits on the first dot; both parts must be DNS labels, so the split is unambiguous.
+ * A reason quotes the id cut short: it becomes a gRPC status, which must stay deliverable.
  */
 export function parseNodeId(id: string): NodeIdParse {
   const dot = id.indexOf('.');
-  if (dot === -1) return { ok: false, reason: `node id "${id}" has no dot: it must be <mesh>.<name>` };
+  if (dot === -1) return { ok: false, reason: `node id ${excerpt(id)} has no dot: it must be <mesh>.<name>` };
   const mesh = id.slice(0, dot);
   const name = id.slice(dot + 1);
-  if (!isDnsLabel(mesh)) return { ok: false, reason: `mesh "${mesh}" of node id "${id}" (<mesh>.<name>) ${DNS_LABEL_RULE}` };
-  if (!isDnsLabel(name)) return { ok: false, reason: `name "${name}" of node id "${id}" (<mesh>.<name>) ${DNS_LABEL_RULE}` };
+  if (!isDnsLabel(mesh)) return { ok: false, reason: `mesh ${excerpt(mesh)} of node id ${excerpt(id)} (<mesh>.<name>) ${DNS_LABEL_RULE}` };
+  if (!isDnsLabel(name)) return { ok: false, reason: `name ${excerpt(name)} of node id ${excerpt(id)} (<mesh>.<name>) ${DNS_LABEL_RULE}` };
   return { ok: true, mesh, name };
 }
 

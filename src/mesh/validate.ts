@@ -1,5 +1,8 @@
 import { isIP } from 'node:net';
+import { excerpt } from '../excerpt.js';
+import { textProblem } from '../storable-text.js';
 import { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
+import { RESOURCE_LIMITS } from './limits.js';
 import { DATAPLANE_AUTH_MODES, type Configuration, type Dataplane, type DataplaneAuth, type Inbound, type Mesh, type Outbound, type Valid } from './resources.js';
 
 export interface ValidationIssue {
@@ -26,27 +29,37 @@ const PORT_RULE = 'must be an integer from 1 to 65535';
 
 /**
  * Checks a resource as written by a user (API body, `chancery apply` file) and returns every
- * issue found, or the normalised resource: frozen, `servicePort` filled in, `inbound` and
- * `outbound` present, tags sorted. Only a `Valid` resource can be stored or generated from.
+ * issue found (the first `RESOURCE_LIMITS.issues` of them), or the normalised resource:
+ * frozen, `servicePort` filled in, `inbound` and `outbound` present, tags sorted. Only a
+ * `Valid` resource can be stored or generated from, and every store keeps it exactly (issue 11).
  */
 export function validate(input: unknown): ValidationResult {
   const issues = new Issues();
   const resource = readResource(input, issues);
-  if (resource === undefined || issues.count > 0) return { ok: false, issues: Object.freeze(issues.list) };
+  if (resource === undefined || issues.count > 0) return { ok: false, issues: issues.listed() };
   return { ok: true, resource };
 }
 
 class Issues {
-  readonly list: ValidationIssue[] = [];
+  readonly #list: ValidationIssue[] = [];
+  #count = 0;
 
   get count(): number {
-    return this.list.length;
+    return this.#count;
   }
 
   /** Records an issue; returns undefined so a reader can `return issues.add(…)`. */
   add(path: string, reason: string): undefined {
-    this.list.push(Object.freeze({ path, reason }));
+    this.#count += 1;
+    if (this.#list.length < RESOURCE_LIMITS.issues) this.#list.push(Object.freeze({ path, reason }));
     return undefined;
+  }
+
+  /** The issues kept, and one counting the rest: a body of 100,000 unknown keys answers in a few KB. */
+  listed(): readonly ValidationIssue[] {
+    const untold = this.#count - this.#list.length;
+    const list = untold === 0 ? this.#list : [...this.#list, { path: '', reason: `and ${untold} more issues` }];
+    return Object.freeze(list);
   }
 }
 
@@ -91,6 +104,11 @@ function readDataplane(fields: Fields, issues: Issues): Valid<Dataplane> | undef
   const networking = readNetworking(fields.networking, 'networking', issues);
   if (mesh === undefined || name === undefined || networking === undefined || issues.count > 0) return undefined;
   const dataplane: Dataplane = { type: 'Dataplane', mesh, name, networking };
+  // Each field is bounded; this bounds their sum, what the log keeps per write.
+  const bytes = Buffer.byteLength(JSON.stringify(dataplane));
+  if (bytes > RESOURCE_LIMITS.resourceBytes) {
+    return issues.add('', `is ${bytes} bytes as JSON; a Dataplane may have at most ${RESOURCE_LIMITS.resourceBytes}`);
+  }
   return Object.freeze(dataplane) as Valid<Dataplane>;
 }
 
@@ -100,8 +118,8 @@ function readNetworking(value: unknown, path: string, issues: Issues): Dataplane
   const before = issues.count;
   rejectUnknown(fields, NETWORKING_FIELDS, path, 'networking', issues);
   const address = readAddress(fields.address, `${path}.address`, issues);
-  const inbound = readList(fields.inbound, `${path}.inbound`, issues, readInbound);
-  const outbound = readList(fields.outbound, `${path}.outbound`, issues, readOutbound);
+  const inbound = readList(fields.inbound, `${path}.inbound`, RESOURCE_LIMITS.inbound, issues, readInbound);
+  const outbound = readList(fields.outbound, `${path}.outbound`, RESOURCE_LIMITS.outbound, issues, readOutbound);
   checkPortsDistinct(fields, path, issues);
   if (address === undefined || inbound === undefined || outbound === undefined || issues.count > before) {
     return undefined;
@@ -136,17 +154,35 @@ function readOutbound(value: unknown, path: string, issues: Issues): Outbound | 
 function readTags(value: unknown, path: string, issues: Issues): Inbound['tags'] | undefined {
   const fields = readObject(value, path, issues);
   if (fields === undefined) return undefined;
+  const keys = Object.keys(fields);
+  if (keys.length > RESOURCE_LIMITS.tags) return issues.add(path, `must have at most ${RESOURCE_LIMITS.tags} tags; it has ${keys.length}`);
   const before = issues.count;
   // tags.service becomes resource names and an `xds:///<service>` target (DESIGN §6).
   const service = readLabel(fields.service, `${path}.service`, issues);
-  const tags: Record<string, string> = {};
-  for (const key of Object.keys(fields).sort()) {
+  const tags: Array<[string, string]> = [];
+  for (const key of keys.sort()) {
+    if (key === 'service') {
+      if (service !== undefined) tags.push([key, service]);
+      continue;
+    }
+    const tagPath = pathOf(path, key);
+    const keyProblem = key === '' ? 'must not be empty' : textProblem(key, RESOURCE_LIMITS.tagKeyLength);
+    if (keyProblem !== undefined) {
+      issues.add(tagPath, `the tag key ${keyProblem}`);
+      continue;
+    }
     const tag = fields[key];
-    if (typeof tag === 'string') tags[key] = tag;
-    else if (key !== 'service') issues.add(pathOf(path, key), 'must be a string');
+    if (typeof tag !== 'string') {
+      issues.add(tagPath, 'must be a string');
+      continue;
+    }
+    const valueProblem = textProblem(tag, RESOURCE_LIMITS.tagValueLength);
+    if (valueProblem === undefined) tags.push([key, tag]);
+    else issues.add(tagPath, valueProblem);
   }
   if (service === undefined || issues.count > before) return undefined;
-  return Object.freeze({ ...tags, service });
+  // fromEntries defines each key as the object's own, `__proto__` included, as JSON.parse does.
+  return Object.freeze({ ...Object.fromEntries(tags), service });
 }
 
 /** Inbound listeners bind `<address>:<port>` and outbound ones `127.0.0.1:<port>`: no port twice. */
@@ -154,7 +190,7 @@ function checkPortsDistinct(fields: Fields, path: string, issues: Issues): void 
   const firstUse = new Map<number, string>();
   for (const direction of ['inbound', 'outbound'] as const) {
     const list = fields[direction];
-    if (!Array.isArray(list)) continue;
+    if (!Array.isArray(list) || list.length > RESOURCE_LIMITS[direction]) continue;
     list.forEach((entry: unknown, index) => {
       const port = isFields(entry) ? entry.port : undefined;
       if (!isPort(port)) return;
@@ -169,11 +205,13 @@ function checkPortsDistinct(fields: Fields, path: string, issues: Issues): void 
 function readList<T>(
   value: unknown,
   path: string,
+  max: number,
   issues: Issues,
   readItem: (item: unknown, path: string, issues: Issues) => T | undefined,
 ): readonly T[] | undefined {
   if (value === undefined) return Object.freeze([]);
   if (!Array.isArray(value)) return issues.add(path, 'must be an array');
+  if (value.length > max) return issues.add(path, `must have at most ${max} entries; it has ${value.length}`);
   const items: T[] = [];
   let complete = true;
   value.forEach((item: unknown, index) => {
@@ -222,10 +260,13 @@ function isPort(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 65535;
 }
 
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+const IDENTIFIER = /^[A-Za-z_$][\w$]{0,62}$/;
 
-/** `a.b` for a plain key, `a["kuma.io/zone"]` for one that would read ambiguously. */
+/**
+ * `a.b` for a plain key, `a["kuma.io/zone"]` for one that would read ambiguously; a long key
+ * is cut, as the path is repeated in the field, the reason and the issues of a refusal.
+ */
 function pathOf(parent: string, key: string): string {
-  if (!IDENTIFIER.test(key)) return `${parent}[${JSON.stringify(key)}]`;
+  if (!IDENTIFIER.test(key)) return `${parent}[${excerpt(key)}]`;
   return parent === '' ? key : `${parent}.${key}`;
 }

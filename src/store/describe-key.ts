@@ -1,6 +1,11 @@
+import { clip } from '../excerpt.js';
 import type { ResourceKey } from '../mesh/index.js';
 
-/** How errors and logs name a resource: `Mesh default`, `Dataplane default/backend-1`. */
+/**
+ * How errors and logs name a resource: `Mesh default`, `Dataplane default/backend-1`. A key
+ * read from a URL may name what cannot exist: its names are cut to a label's 63 characters and a bit.
+ */
 export function describeKey(key: ResourceKey): string {
-  return key.type === 'Mesh' ? `Mesh ${key.name}` : `${key.type} ${key.mesh}/${key.name}`;
+  const name = clip(key.name, 80);
+  return key.type === 'Mesh' ? `Mesh ${name}` : `${key.type} ${clip(key.mesh, 80)}/${name}`;
 }

@@ -99,6 +99,22 @@ export class StoreUnavailableError extends ChanceryError {
   }
 }
 
+/**
+ * The database refused a value as invalid data (SQLSTATE class 22: a NUL or a lone surrogate
+ * in JSONB, say). Not an outage, so never a 503 that asks to retry: validation should have
+ * refused the value first, on every store alike (issue 11), so this is a bug in Chancery.
+ */
+export class StoreRejectedWriteError extends ChanceryError {
+  readonly code = 'CHANCERY_STORE_REJECTED_WRITE';
+
+  constructor(
+    readonly operation: string,
+    options: { readonly cause?: unknown } = {},
+  ) {
+    super(`the store refused the data while ${operation}: a bug, as validation should have refused it first; the server log has the details`, options);
+  }
+}
+
 /** A store spec (`--store`, `CHANCERY_STORE`) names no backend Chancery has. */
 export class UnsupportedStoreError extends ChanceryError {
   readonly code = 'CHANCERY_STORE_UNSUPPORTED';

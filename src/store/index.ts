@@ -6,6 +6,7 @@ export {
   MeshNotFoundError,
   NotFoundError,
   RevisionCompactedError,
+  StoreRejectedWriteError,
   StoreSchemaTooNewError,
   StoreUnavailableError,
   UnsupportedStoreError,

@@ -1,5 +1,5 @@
 import { interval, type Observable, type Subscription } from 'rxjs';
-import { DEFAULT_MESH, keyOf, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
+import { DEFAULT_MESH, isDnsLabel, keyOf, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
 import { keyIdOf } from './write-plan.js';
 import { ChangeFeed } from './change-feed.js';
 import { describeKey } from './describe-key.js';
@@ -163,6 +163,7 @@ class EventSourcedStore implements ResourceStore {
   async delete(key: ResourceKey, options: WriteOptions = {}): Promise<void> {
     this.#assertRunning(`deleting ${describeKey(key)}`);
     const { expected } = options;
+    if (!couldExist(key)) throw new NotFoundError(key);
     if (expected === 'absent') {
       // "Delete only if absent" can never succeed: say why with the error a delete would give.
       const current = this.get(key);
@@ -207,7 +208,7 @@ class EventSourcedStore implements ResourceStore {
       const { revision: current } = await this.#feed.refresh();
       if (revision > current) throw new FutureRevisionError(revision, current);
     }
-    return this.#log.readAt(key, revision);
+    return couldExist(key) ? this.#log.readAt(key, revision) : undefined;
   }
 
   readEvents(after: Seq, limit: number): Promise<readonly ResourceEvent[]> {
@@ -217,6 +218,7 @@ class EventSourcedStore implements ResourceStore {
 
   history(key: ResourceKey, after: Seq, limit: number): Promise<KeyHistory> {
     this.#assertRunning(`reading the history of ${describeKey(key)}`);
+    if (!couldExist(key)) return Promise.resolve({ horizon: asSeq(0), events: [] });
     return this.#log.readKey(key, after, limit);
   }
 
@@ -293,4 +295,14 @@ class EventSourcedStore implements ResourceStore {
 /** Values sorted by key, by UTF-16 code unit: the same order on every instance, whatever its locale. */
 function byName<T>(map: ReadonlyMap<string, T>): T[] {
   return [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, value]) => value);
+}
+
+/**
+ * Whether the log can hold `key`: only validated resources are written, and their names are
+ * DNS labels. A read or delete of any other key (a name from a URL) is answered without asking
+ * the log: a NUL in it would make the SQL logs' query fail (issue 11), an error no request for
+ * a missing resource should meet.
+ */
+function couldExist(key: ResourceKey): boolean {
+  return isDnsLabel(key.mesh) && isDnsLabel(key.name);
 }

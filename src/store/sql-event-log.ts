@@ -2,7 +2,7 @@ import { Subject, type Observable } from 'rxjs';
 import { ChanceryError } from '../chancery-error.js';
 import { isMeshScoped, keyOf, RESOURCE_TYPES, resourceJson, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
 import { describeKey } from './describe-key.js';
-import { RevisionCompactedError, StoreUnavailableError } from './errors.js';
+import { RevisionCompactedError, StoreRejectedWriteError, StoreUnavailableError } from './errors.js';
 import { ADVISORY_LOCK, EVENTS_CHANNEL, migrate } from './migrations.js';
 import type { SqlClient, SqlRow } from './sql-client.js';
 import { SqlSessionRecords } from './sql-session-records.js';
@@ -396,9 +396,19 @@ export class SqlEventLog implements EventLog {
   }
 }
 
-/** Chancery's own errors (conflicts, a schema too new) pass; a driver's error means the database failed us. */
+/**
+ * Chancery's own errors (conflicts, a schema too new) pass; a data exception means the database
+ * refused a value; any other driver error means the database failed us.
+ */
 function unavailable(operation: string, error: unknown): Error {
-  return error instanceof ChanceryError ? error : new StoreUnavailableError(operation, { cause: error });
+  if (error instanceof ChanceryError) return error;
+  return isDataException(error) ? new StoreRejectedWriteError(operation, { cause: error }) : new StoreUnavailableError(operation, { cause: error });
+}
+
+/** SQLSTATE class 22, "data exception", which pg and PGlite both report as `code`. */
+function isDataException(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
 }
 
 function columnsOf(key: ResourceKey): { resource_type: string; mesh: string; name: string } {

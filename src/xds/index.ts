@@ -15,6 +15,7 @@ export {
   type SnapshotParts,
   type TypeSnapshot,
 } from './snapshot.js';
+export { MAX_REQUEST_TEXT, type XdsLimits } from './request-limits.js';
 export { grpcServerCredentials, type TlsSource } from './tls-credentials.js';
 export { XdsServer, type SessionGateway, type XdsServerOptions } from './xds-server.js';
 export { openLedger, type DeltaResponse, type Ledger, type RequestOutcome, type Sent, type SotwResponse, type TypeReport, type TypeStatus, type XdsResponse } from './ledger.js';

@@ -1,12 +1,20 @@
 import { status as grpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
+import { clip } from '../excerpt.js';
 import type { ResponseEncoder } from './response-encoder.js';
 import type { XdsResponse } from './ledger.js';
 
 /** A gRPC status to end a stream with; the message names the node and why. */
 export interface EndStatus {
-  readonly code: 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'ABORTED' | 'UNAVAILABLE' | 'UNIMPLEMENTED' | 'UNAUTHENTICATED' | 'PERMISSION_DENIED';
+  readonly code: 'INVALID_ARGUMENT' | 'RESOURCE_EXHAUSTED' | 'NOT_FOUND' | 'ABORTED' | 'UNAVAILABLE' | 'UNIMPLEMENTED' | 'UNAUTHENTICATED' | 'PERMISSION_DENIED';
   readonly message: string;
 }
+
+/**
+ * The most characters of a status message sent. The message travels in an HTTP/2 trailer,
+ * and one larger than the client's header limit is never delivered: the client sees no status
+ * at all (issue 11). Messages quote values cut short already; this holds for any message.
+ */
+export const MAX_STATUS_MESSAGE = 1_024;
 
 /** Where a session's intents for one stream go. */
 export interface StreamSink {
@@ -42,7 +50,7 @@ export class StreamWriter implements StreamSink {
   end(status: EndStatus): void {
     if (!this.#open) return;
     this.#open = false;
-    this.call.emit('error', { code: grpcStatus[status.code], details: status.message });
+    this.call.emit('error', { code: grpcStatus[status.code], details: clip(status.message, MAX_STATUS_MESSAGE) });
   }
 
   /** The stream closed from the other side; drop anything still owed. */

@@ -1,3 +1,6 @@
+import protobuf from 'protobufjs';
+import { clip } from '../excerpt.js';
+import { storableText } from '../storable-text.js';
 import { lookupType } from './protos.js';
 
 /** The two ways a client speaks xDS on a stream: State of the World, or Delta (incremental). */
@@ -32,49 +35,123 @@ export interface DeltaRequest extends RequestBase {
 /** A request of either protocol; the stream it came on says which. */
 export type StreamRequest = XdsRequest | DeltaRequest;
 
-interface DecodedBase {
+/**
+ * A request as read from the wire, or why it could not be read. `nodeMetadata` is the node's
+ * metadata still encoded, for the limits (request-limits.ts) to measure; it is not part of the
+ * request the sessions get.
+ */
+export type WireRequest =
+  | { readonly ok: true; readonly request: StreamRequest; readonly nodeMetadata: Uint8Array | undefined }
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * The fields of Envoy's DiscoveryRequest and DeltaDiscoveryRequest that Chancery reads, with
+ * their numbers and wire types, and `node.metadata` (a google.protobuf.Struct) read as bytes.
+ * protobufjs decodes a Struct by recursion and throws past 100 nested messages, which grpc-js
+ * reports as INTERNAL (issue 11: a 2,000-deep metadata); read as bytes, it is never decoded,
+ * only measured. Every other field is skipped unread. test/xds/request-view.test.ts checks the
+ * numbers against Envoy's proto.
+ */
+const VIEW = `
+  syntax = "proto3";
+  package chancery.wire;
+  message Status { int32 code = 1; string message = 2; }
+  message Node { string id = 1; bytes metadata = 3; }
+  message DiscoveryRequest {
+    string version_info = 1;
+    Node node = 2;
+    repeated string resource_names = 3;
+    string type_url = 4;
+    string response_nonce = 5;
+    Status error_detail = 6;
+  }
+  message DeltaDiscoveryRequest {
+    Node node = 1;
+    string type_url = 2;
+    repeated string resource_names_subscribe = 3;
+    repeated string resource_names_unsubscribe = 4;
+    map<string, string> initial_resource_versions = 5;
+    string response_nonce = 6;
+    Status error_detail = 7;
+  }`;
+
+/** The most characters of a NACK message kept: it is shown and saved with the session records. */
+export const MAX_NACK_MESSAGE = 4_096;
+
+interface DecodedView {
+  node?: { id?: string; metadata?: Uint8Array } | null;
   type_url?: string;
   response_nonce?: string;
-  node?: { id?: string } | null;
   error_detail?: { code?: number; message?: string } | null;
+  version_info?: string;
+  resource_names?: string[];
+  resource_names_subscribe?: string[];
+  resource_names_unsubscribe?: string[];
+  initial_resource_versions?: Record<string, string>;
 }
 
-function baseOf(message: DecodedBase): RequestBase {
-  const errorDetail = message.error_detail ? { code: message.error_detail.code ?? 0, message: message.error_detail.message ?? '' } : undefined;
-  return {
+let view: protobuf.Root | undefined;
+
+/** The view's message type for one protocol's request. */
+function viewOf(name: 'DiscoveryRequest' | 'DeltaDiscoveryRequest'): protobuf.Type {
+  view ??= protobuf.parse(VIEW, { keepCase: true }).root;
+  return view.lookupType(`chancery.wire.${name}`);
+}
+
+/**
+ * Reads one protocol's request from the wire. It never throws: grpc-js turns a throw in a
+ * deserializer into INTERNAL, and bytes that are not a request are the client's mistake, which
+ * the server answers with INVALID_ARGUMENT.
+ */
+function decodeWith(type: protobuf.Type, bytes: Uint8Array, read: (message: DecodedView, base: RequestBase) => StreamRequest): WireRequest {
+  let message: DecodedView;
+  try {
+    message = type.decode(bytes) as unknown as DecodedView;
+  } catch (error) {
+    return { ok: false, reason: clip(error instanceof Error ? error.message : String(error), 120) };
+  }
+  const detail = message.error_detail;
+  // A NACK's message is only recorded and shown, never matched: kept storable rather than refused.
+  const errorDetail = detail ? { code: detail.code ?? 0, message: storableText(detail.message ?? '', MAX_NACK_MESSAGE) } : undefined;
+  const nodeId = message.node?.id;
+  const metadata = message.node?.metadata;
+  const base: RequestBase = {
     typeUrl: message.type_url ?? '',
     responseNonce: message.response_nonce ?? '',
     ...(errorDetail && { errorDetail }),
-    ...(message.node?.id !== undefined && message.node.id !== '' && { nodeId: message.node.id }),
+    ...(nodeId !== undefined && nodeId !== '' && { nodeId }),
   };
+  return { ok: true, request: read(message, base), nodeMetadata: metadata !== undefined && metadata.length > 0 ? metadata : undefined };
+}
+
+let sotwView: protobuf.Type | undefined;
+let deltaView: protobuf.Type | undefined;
+
+/** Deserializes a DiscoveryRequest from the wire. */
+export function decodeRequest(bytes: Uint8Array): WireRequest {
+  sotwView ??= viewOf('DiscoveryRequest');
+  return decodeWith(sotwView, bytes, (message, base) => ({
+    protocol: 'sotw',
+    ...base,
+    versionInfo: message.version_info ?? '',
+    resourceNames: message.resource_names ?? [],
+  }));
+}
+
+/** Deserializes a DeltaDiscoveryRequest from the wire. */
+export function decodeDeltaRequest(bytes: Uint8Array): WireRequest {
+  deltaView ??= viewOf('DeltaDiscoveryRequest');
+  return decodeWith(deltaView, bytes, (message, base) => ({
+    protocol: 'delta',
+    ...base,
+    subscribe: message.resource_names_subscribe ?? [],
+    unsubscribe: message.resource_names_unsubscribe ?? [],
+    initialVersions: { ...message.initial_resource_versions },
+  }));
 }
 
 let sotwType: ReturnType<typeof lookupType> | undefined;
 let deltaType: ReturnType<typeof lookupType> | undefined;
-
-/** Deserializes a DiscoveryRequest from the wire. */
-export function decodeRequest(bytes: Uint8Array): XdsRequest {
-  sotwType ??= lookupType('envoy.service.discovery.v3.DiscoveryRequest');
-  const message = sotwType.decode(bytes) as unknown as DecodedBase & { version_info?: string; resource_names?: string[] };
-  return { protocol: 'sotw', ...baseOf(message), versionInfo: message.version_info ?? '', resourceNames: message.resource_names ?? [] };
-}
-
-/** Deserializes a DeltaDiscoveryRequest from the wire. */
-export function decodeDeltaRequest(bytes: Uint8Array): DeltaRequest {
-  deltaType ??= lookupType('envoy.service.discovery.v3.DeltaDiscoveryRequest');
-  const message = deltaType.decode(bytes) as unknown as DecodedBase & {
-    resource_names_subscribe?: string[];
-    resource_names_unsubscribe?: string[];
-    initial_resource_versions?: Record<string, string>;
-  };
-  return {
-    protocol: 'delta',
-    ...baseOf(message),
-    subscribe: message.resource_names_subscribe ?? [],
-    unsubscribe: message.resource_names_unsubscribe ?? [],
-    initialVersions: { ...message.initial_resource_versions },
-  };
-}
 
 /** Serializes a DiscoveryRequest; for clients (tests and benchmarks). */
 export function encodeRequest(request: Partial<Omit<XdsRequest, 'protocol'>> & { typeUrl: string }): Uint8Array {

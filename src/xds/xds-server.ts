@@ -9,13 +9,17 @@ import {
 } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { answerClientStatus, UnsupportedNodeMatcherError, type ClientStatusSource } from './client-status.js';
+import { excerpt } from '../excerpt.js';
+import { ConnectionStreams } from './connection-streams.js';
 import { ADS_SERVICE, CSDS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from './grpc-services.js';
+import { malformedRequest, refuseRequest, type XdsLimits } from './request-limits.js';
+import { RequestRate } from './request-rate.js';
 import { ResponseEncoder } from './response-encoder.js';
 import { ADMIT_ALL, type RefusedStream, type StreamAdmission, type StreamAuthentication } from './stream-admission.js';
 import { StreamGate, type ExpiryClock, type TypedRequest } from './stream-gate.js';
-import { StreamWriter, type StreamSink } from './stream-writer.js';
+import { StreamWriter, type EndStatus, type StreamSink } from './stream-writer.js';
 import { isTypeUrl, PUSH_ORDER } from './type-urls.js';
-import { decodeDeltaRequest, decodeRequest, type Protocol, type StreamRequest } from './xds-request.js';
+import { decodeDeltaRequest, decodeRequest, type Protocol, type WireRequest } from './xds-request.js';
 
 /** How each ADS method's requests are read. */
 const DECODERS = { DiscoveryRequest: decodeRequest, DeltaDiscoveryRequest: decodeDeltaRequest };
@@ -37,6 +41,8 @@ export interface XdsServerOptions {
   readonly instanceId: string;
   readonly logger: Logger;
   readonly now: () => number;
+  /** What one client may send (issue 11); `createControlPlane` passes DEFAULTS.xdsLimits with its options. */
+  readonly limits: XdsLimits;
   /**
    * ms after which a stream is ended with UNAVAILABLE, ±10% jitter, so that a fleet
    * rebalances across instances after a scale-out (Istio's MaxConnectionAge); undefined: never.
@@ -78,14 +84,18 @@ export class XdsServer {
   readonly #open = new Set<StreamWriter>();
   /** The gate of every open stream. */
   readonly #gates = new Set<StreamGate>();
+  readonly #connections: ConnectionStreams;
   #streams = 0;
   #draining = false;
 
   constructor(options: XdsServerOptions) {
     this.#options = options;
+    this.#connections = new ConnectionStreams(options.limits.maxStreamsPerConnection);
     const age = options.maxConnectionAge;
     this.#server = new Server({
       'grpc.max_concurrent_streams': 100_000,
+      // grpc-js refuses a larger request itself, with RESOURCE_EXHAUSTED, before decoding it.
+      'grpc.max_receive_message_length': options.limits.maxRequestBytes,
       // The connection is told GOAWAY (grpc-js adds ±10%) before its stream is ended, so the
       // client reconnects on a new connection, which a load balancer may send elsewhere. The
       // grace only backs up the stream's own end.
@@ -100,8 +110,8 @@ export class XdsServer {
     const unimplementedUnary = (what: string) => (_call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => callback(refusal(what));
 
     this.#server.addService(serviceDefinition(ADS_SERVICE, DECODERS), {
-      StreamAggregatedResources: (call: ServerDuplexStream<StreamRequest, Uint8Array>) => this.#serve(call, 'sotw'),
-      DeltaAggregatedResources: (call: ServerDuplexStream<StreamRequest, Uint8Array>) => this.#serve(call, 'delta'),
+      StreamAggregatedResources: (call: ServerDuplexStream<WireRequest, Uint8Array>) => this.#serve(call, 'sotw'),
+      DeltaAggregatedResources: (call: ServerDuplexStream<WireRequest, Uint8Array>) => this.#serve(call, 'delta'),
     } satisfies UntypedServiceImplementation);
     this.#server.addService(serviceDefinition(CSDS_SERVICE), {
       FetchClientStatus: (call: ServerUnaryCall<Uint8Array, Uint8Array>, callback: sendUnaryData<Uint8Array>) => {
@@ -175,8 +185,8 @@ export class XdsServer {
     });
   }
 
-  #serve(call: ServerDuplexStream<StreamRequest, Uint8Array>, protocol: Protocol): void {
-    const { gateway, instanceId, logger, now, admission = ADMIT_ALL, clock = SYSTEM_CLOCK } = this.#options;
+  #serve(call: ServerDuplexStream<WireRequest, Uint8Array>, protocol: Protocol): void {
+    const { gateway, instanceId, logger, now, limits, admission = ADMIT_ALL, clock = SYSTEM_CLOCK } = this.#options;
     const streamId = `${instanceId}/${++this.#streams}`;
     const peer = call.getPeer();
     const writer = new StreamWriter(call, this.#encoder);
@@ -184,12 +194,18 @@ export class XdsServer {
       writer.end({ code: RECONNECT, message: `instance ${instanceId} is draining; reconnect to another instance` });
       return;
     }
+    if (!this.#connections.open(peer)) {
+      writer.end({ code: 'RESOURCE_EXHAUSTED', message: `this connection has ${limits.maxStreamsPerConnection} streams open, the most one connection may have` });
+      return;
+    }
     this.#open.add(writer);
     const aged = this.#ageLimit(writer);
+    const rate = new RequestRate(limits.maxRequestsPerSecond, now());
     /** The node the session was told of, once admitted: it is told when the stream closes too. */
     let served: string | undefined;
     const close = (reason: string) => {
       if (!this.#open.delete(writer)) return;
+      this.#connections.close(peer);
       if (aged) clearTimeout(aged);
       gate.shut();
       this.#gates.delete(gate);
@@ -220,22 +236,27 @@ export class XdsServer {
           writer.end({ code: refusal.code, message: `${refusal.message} (node ${node})` });
           close(`refused: ${refusal.reason}`);
         },
-        invalid: (status, reason) => {
-          writer.end(status);
-          close(reason);
-        },
+        invalid: (status, reason) => end(status, reason),
       },
     });
     this.#gates.add(gate);
 
-    call.on('data', (request: StreamRequest) => {
+    const end = (status: EndStatus, reason: string) => {
+      writer.end(status);
+      close(reason);
+    };
+    call.on('data', (wire: WireRequest) => {
+      // A stream that was ended is not read: its status is on its way.
+      if (!this.#open.has(writer)) return;
+      if (!wire.ok) return end(malformedRequest(wire.reason, protocol), 'malformed request');
+      if (!rate.take(now())) return end({ code: 'RESOURCE_EXHAUSTED', message: `more than ${limits.maxRequestsPerSecond} requests in a second on this stream` }, 'request rate');
+      const { request } = wire;
+      const node = gate.node;
+      const refusal = refuseRequest(request, wire.nodeMetadata, node === undefined, limits);
+      if (refusal !== undefined) return end(refusal, 'request over a limit');
       if (!isTypeUrl(request.typeUrl)) {
-        const node = gate.node;
-        writer.end({
-          code: 'INVALID_ARGUMENT',
-          message: `type URL "${request.typeUrl}" is not served by Chancery${node ? ` (node ${node})` : ''}; it serves ${PUSH_ORDER.join(', ')}`,
-        });
-        return close('unsupported type URL');
+        const message = `type URL ${excerpt(request.typeUrl, 160)} is not served by Chancery${node ? ` (node ${node})` : ''}; it serves ${PUSH_ORDER.join(', ')}`;
+        return end({ code: 'INVALID_ARGUMENT', message }, 'unsupported type URL');
       }
       gate.receive(request as TypedRequest);
     });

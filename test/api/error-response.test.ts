@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ERROR_STATUS, errorResponse } from '../../src/api/index.js';
+import { StoreRejectedWriteError } from '../../src/store/index.js';
 import { type ApiHarness, dataplaneBody, fakeSessions, putJson, startApi } from './api-harness.js';
+
+const LIMITS = { bodyLimit: 1, maxPathSegment: 256 };
 
 let api: ApiHarness | undefined;
 afterEach(async () => {
@@ -18,10 +21,15 @@ describe('errorResponse', () => {
   });
 
   it('answers an unknown error with 500 and keeps its message out of the body', () => {
-    const { status, body, unexpected } = errorResponse(new Error('secret connection string'), { bodyLimit: 1 });
+    const { status, body, unexpected } = errorResponse(new Error('secret connection string'), LIMITS);
     expect({ status, unexpected }).toEqual({ status: 500, unexpected: true });
     expect(body.code).toBe('CHANCERY_API_INTERNAL');
     expect(JSON.stringify(body)).not.toContain('secret');
+  });
+
+  it('answers a write the database refused as data with 500, a bug to log, never a 503 to retry', () => {
+    const { status, body, unexpected } = errorResponse(new StoreRejectedWriteError('appending 1 events'), LIMITS);
+    expect({ status, code: body.code, unexpected }).toEqual({ status: 500, code: 'CHANCERY_STORE_REJECTED_WRITE', unexpected: true });
   });
 
   it('answers 500 for a failing handler and logs the error with its stack', async () => {

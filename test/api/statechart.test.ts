@@ -42,9 +42,9 @@ describe('GET /statechart', () => {
   });
 
   it.each([
-    ['/statechart?format=png', 'format', 'format must be one of mermaid, dot, svg, json; got png'],
+    ['/statechart?format=png', 'format', 'format must be one of mermaid, dot, svg, json; got "png"'],
     ['/statechart?format=dot&format=svg', 'format', 'format may be given once'],
-    ['/statechart?fromat=dot', 'fromat', 'unknown query parameter fromat: this route takes format'],
+    ['/statechart?fromat=dot', 'fromat', 'unknown query parameter "fromat": this route takes format'],
   ])('refuses %s with 400 naming %s', async (path, field, reason) => {
     const response = await fetch(`${api.url}${path}`);
     expect(response.status).toBe(400);

@@ -1,7 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_STATUS } from '../../src/api/index.js';
+import { type ApiHarness, startApi } from '../api/api-harness.js';
+import { rawHttp } from '../support/raw-http.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -39,5 +41,50 @@ describe('the error catalogue (docs/errors.md)', () => {
       const row = documented.find((entry) => entry.code === code);
       expect(row?.surfaces, code).toContain(`HTTP ${status}`);
     }
+  });
+});
+
+/**
+ * Requests the router refuses before any handler runs, each sent as raw bytes: fastify and
+ * Node answer these with bodies of their own unless told otherwise (issue 11).
+ */
+const ROUTER_REFUSALS: ReadonlyArray<{
+  readonly what: string;
+  readonly line: string;
+  readonly headers?: readonly string[];
+  readonly body?: string;
+  readonly host?: false;
+}> = [
+  { what: 'an undecodable %ZZ in the path', line: 'GET /meshes/%ZZ' },
+  { what: 'a %FF that is no UTF-8', line: 'GET /meshes/default/dataplanes/%FF' },
+  { what: 'an over-long path parameter', line: `GET /sessions/${'n'.repeat(300)}` },
+  { what: 'an unknown route', line: 'GET /dataplanes' },
+  { what: 'a method the route does not take', line: 'POST /meshes/default', headers: ['Content-Length: 0'] },
+  { what: 'an unsupported media type', line: 'PUT /meshes/default', headers: ['Content-Type: text/csv', 'Content-Length: 3'], body: 'a,b' },
+  { what: 'a request line that is not HTTP', line: 'GET /\u0000 NOT-HTTP' },
+  { what: 'headers over 16 KiB', line: 'GET /healthz', headers: [`X-Padding: ${'p'.repeat(20_000)}`] },
+  { what: 'a bad Content-Length', line: 'PUT /meshes/default', headers: ['Content-Length: x'] },
+  { what: 'an HTTP/1.1 request without Host (Node answers it with no body)', line: 'GET /meshes', host: false },
+];
+
+describe('router-level refusals (issue 11)', () => {
+  let api: ApiHarness;
+  beforeAll(async () => {
+    api = await startApi();
+  });
+  afterAll(() => api.close());
+
+  it.each(ROUTER_REFUSALS)('answers $what with { code, field?, reason }, a code the catalogue lists with that status', async ({ line, headers = [], body = '', host }) => {
+    const head = [`${line} HTTP/1.1`, ...(host === false ? [] : ['Host: test']), 'Connection: close', ...headers].join('\r\n');
+    const response = await rawHttp(api.address, `${head}\r\n\r\n${body}`);
+    expect(response.status).toBeGreaterThanOrEqual(400);
+    expect(response.status).toBeLessThan(500);
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    const answer = JSON.parse(response.body) as Record<string, unknown>;
+    expect(Object.keys(answer).filter((key) => !['code', 'field', 'reason'].includes(key))).toEqual([]);
+    expect(answer.reason).toEqual(expect.any(String));
+    const row = documented.find((entry) => entry.code === answer.code);
+    expect(row?.surfaces, String(answer.code)).toContain(`HTTP ${response.status}`);
+    expect(ERROR_STATUS[answer.code as keyof typeof ERROR_STATUS]).toBe(response.status);
   });
 });

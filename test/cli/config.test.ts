@@ -29,6 +29,25 @@ describe('the run option table', () => {
       retention: 'off',
       logLevel: 'info',
       tlsReloadInterval: 1_000,
+      xdsMaxNodeIdLength: 256,
+      xdsMaxMetadataBytes: 65_536,
+      xdsMaxMetadataDepth: 16,
+      xdsMaxResourceNames: 10_000,
+      xdsMaxRequestBytes: 4_194_304,
+      xdsMaxStreamsPerConnection: 100,
+      xdsMaxRequestsPerSecond: 100,
+    });
+  });
+
+  it('reads the xDS limits as counts and sizes, from flags or variables (issue 11)', () => {
+    expect(resolve({ 'xds-max-request-bytes': '1MiB', 'xds-max-metadata-bytes': '512' })).toMatchObject({
+      xdsMaxRequestBytes: 1_048_576,
+      xdsMaxMetadataBytes: 512,
+    });
+    expect(resolve({}, { CHANCERY_XDS_MAX_STREAMS_PER_CONNECTION: '1000' }).xdsMaxStreamsPerConnection).toBe(1_000);
+    expect(controlPlaneOptionsOf(resolve({ 'xds-max-requests-per-second': '20' }), pino({ level: 'silent' })).xdsLimits).toMatchObject({
+      maxRequestsPerSecond: 20,
+      maxStreamsPerConnection: 100,
     });
   });
 
@@ -104,6 +123,9 @@ describe('the run option table', () => {
     [{ retention: 'forever' }, {}, /^--retention: expected off, a number of events such as 100000, or an age such as 30d/],
     [{}, { CHANCERY_RETENTION: '30 days' }, /^CHANCERY_RETENTION \(--retention\): expected off/],
     [{}, { CHANCERY_REFRESH_INTERVAL: 'soon' }, /^CHANCERY_REFRESH_INTERVAL \(--refresh-interval\): expected a duration/],
+    [{ 'xds-max-resource-names': '0' }, {}, /^--xds-max-resource-names: expected a whole number of at least 1; got "0"/],
+    [{ 'xds-max-request-bytes': '4MB' }, {}, /^--xds-max-request-bytes: expected a size such as 65536, 64KiB or 4MiB/],
+    [{}, { CHANCERY_XDS_MAX_METADATA_DEPTH: 'deep' }, /^CHANCERY_XDS_MAX_METADATA_DEPTH \(--xds-max-metadata-depth\): expected a whole number/],
   ])('refuses %o (env %o), naming where the value came from', (flags, env, message) => {
     expect(usageMessage(() => resolve(flags, env))).toMatch(message);
   });
@@ -124,6 +146,15 @@ describe('the run option table', () => {
       drainPeriod: 5_000,
       apiAuth: 'none',
       tlsReloadInterval: 1_000,
+      xdsLimits: {
+        maxNodeIdLength: 256,
+        maxNodeMetadataBytes: 65_536,
+        maxNodeMetadataDepth: 16,
+        maxResourceNames: 10_000,
+        maxRequestBytes: 4_194_304,
+        maxStreamsPerConnection: 100,
+        maxRequestsPerSecond: 100,
+      },
       logger,
     });
     expect('instanceId' in options).toBe(false);

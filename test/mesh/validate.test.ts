@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { RESOURCE_LIMITS } from '../../src/mesh/limits.js';
 import { validate, type ValidationIssue } from '../../src/mesh/validate.js';
 
 const dataplane = (networking: object, top: object = {}) => ({
@@ -165,6 +166,67 @@ describe('validate', () => {
         ].sort(),
       );
       for (const issue of issues) expect(issue.reason).not.toBe('');
+    });
+  });
+
+  describe('the input contract every store shares (issue 11)', () => {
+    const tagged = (tags: Record<string, unknown>) => inbound({ port: 10001, tags: { ...service, ...tags } });
+    const LONG = 'k'.repeat(RESOURCE_LIMITS.tagKeyLength + 1);
+
+    it.each([
+      { what: 'a NUL in a tag value', tags: { zone: 'a\u0000b' }, path: 'networking.inbound[0].tags.zone', reason: /control characters; U\+0000 is at index 1/ },
+      { what: 'a NUL in a tag key', tags: { ['zo\u0000ne']: 'a' }, path: 'networking.inbound[0].tags["zo\\u0000ne"]', reason: /tag key must not contain control characters/ },
+      { what: 'a lone high surrogate in a tag value', tags: { zone: 'a\ud800' }, path: 'networking.inbound[0].tags.zone', reason: /lone surrogate U\+D800 is at index 1/ },
+      { what: 'a lone low surrogate in a tag key', tags: { ['\udc00']: 'a' }, path: 'networking.inbound[0].tags["\\udc00"]', reason: /lone surrogate U\+DC00/ },
+      { what: 'a newline in a tag value', tags: { zone: 'a\nb' }, path: 'networking.inbound[0].tags.zone', reason: /U\+000A/ },
+      { what: 'a C1 control in a tag value', tags: { zone: '\u0085' }, path: 'networking.inbound[0].tags.zone', reason: /U\+0085/ },
+      { what: 'an empty tag key', tags: { '': 'a' }, path: 'networking.inbound[0].tags[""]', reason: /must not be empty/ },
+      { what: 'an over-long tag value', tags: { zone: 'v'.repeat(RESOURCE_LIMITS.tagValueLength + 1) }, path: 'networking.inbound[0].tags.zone', reason: /at most 253 characters/ },
+      { what: 'an over-long tag key, quoted cut short in the path', tags: { [LONG]: 'a' }, path: `networking.inbound[0].tags["${'k'.repeat(64)}…" (254 characters)]`, reason: /at most 253/ },
+    ])('refuses $what, naming the tag', ({ tags, path, reason }) => {
+      const issues = issuesOf(tagged(tags));
+      expect(issues).toEqual([{ path, reason: expect.stringMatching(reason) }]);
+    });
+
+    it('accepts tags of any well-formed text, emoji and other scripts included, and keeps them exactly', () => {
+      // As JSON.parse reads a body: `__proto__` is an own key there, not the prototype.
+      const tags = JSON.parse('{"zone": "eu-west ✓ 🚀 ünïcödé \\"quoted\\" \\\\", "kuma.io/zone": "東京", "__proto__": "kept as a tag"}') as Record<string, unknown>;
+      const result = validate(tagged(tags));
+      expect(result.ok).toBe(true);
+      const kept = result.ok && result.resource.type === 'Dataplane' ? result.resource.networking.inbound[0]?.tags : undefined;
+      expect(Object.entries(kept ?? {})).toEqual([
+        ['__proto__', 'kept as a tag'],
+        ['kuma.io/zone', '東京'],
+        ['service', 'backend'],
+        ['zone', 'eu-west ✓ 🚀 ünïcödé "quoted" \\'],
+      ]);
+    });
+
+    it('refuses more tags, inbounds or outbounds than the limits, without reading each one', () => {
+      const manyTags = Object.fromEntries(Array.from({ length: RESOURCE_LIMITS.tags }, (_, i) => [`t${i}`, 'NUL\u0000']));
+      expect(issuesOf(tagged(manyTags))).toEqual([
+        { path: 'networking.inbound[0].tags', reason: `must have at most ${RESOURCE_LIMITS.tags} tags; it has ${RESOURCE_LIMITS.tags + 1}` },
+      ]);
+      const inbounds = Array.from({ length: RESOURCE_LIMITS.inbound + 1 }, () => ({ port: 0 }));
+      expect(issuesOf(dataplane({ address: '10.0.0.1', inbound: inbounds }))).toEqual([
+        { path: 'networking.inbound', reason: `must have at most ${RESOURCE_LIMITS.inbound} entries; it has ${RESOURCE_LIMITS.inbound + 1}` },
+      ]);
+      const outbounds = Array.from({ length: RESOURCE_LIMITS.outbound + 1 }, () => ({ port: 0 }));
+      expect(issuesOf(dataplane({ address: '10.0.0.1', outbound: outbounds })).map((issue) => issue.path)).toEqual(['networking.outbound']);
+    });
+
+    it('refuses a Dataplane whose fields are each within limits but whose whole is over the size limit', () => {
+      const tags = Object.fromEntries(Array.from({ length: RESOURCE_LIMITS.tags - 1 }, (_, i) => [`tag-${i}`, 'v'.repeat(RESOURCE_LIMITS.tagValueLength)]));
+      const inbounds = Array.from({ length: 40 }, (_, i) => ({ port: 10001 + i, tags: { ...service, ...tags } }));
+      const issues = issuesOf(dataplane({ address: '10.0.0.1', inbound: inbounds }));
+      expect(issues).toEqual([{ path: '', reason: expect.stringMatching(/^is \d+ bytes as JSON; a Dataplane may have at most 262144$/) }]);
+    });
+
+    it('lists the first issues of a body with thousands and counts the rest', () => {
+      const unknown = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`field${i}`, i]));
+      const issues = issuesOf({ type: 'Mesh', name: 'default', ...unknown });
+      expect(issues).toHaveLength(RESOURCE_LIMITS.issues + 1);
+      expect(issues.at(-1)).toEqual({ path: '', reason: `and ${10_000 - RESOURCE_LIMITS.issues} more issues` });
     });
   });
 });

@@ -208,7 +208,8 @@ describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave
     };
 
     const log = new MemoryEventLog();
-    const h = (harness = await startHarness({ store: log }));
+    // Up to CONCURRENCY streams share the two connections, unevenly: more than the default allows one.
+    const h = (harness = await startHarness({ store: log, xdsLimits: { maxStreamsPerConnection: CONCURRENCY } }));
     const names = Array.from({ length: NODES }, (_, i) => `dp-${i}`);
     for (let i = 0; i < names.length; i += 1_000) {
       await Promise.all(names.slice(i, i + 1_000).map((name, j) => h.cp.apply(backendDataplane(name, 10_000 + i + j))));

@@ -1,13 +1,24 @@
+import fc from 'fast-check';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Dataplane, Valid } from '../../src/mesh/resources.js';
+import { validate } from '../../src/mesh/validate.js';
 import { compact } from '../../src/store/compaction.js';
 import { MeshNotFoundError, NotFoundError, RevisionCompactedError, StoreUnavailableError, VersionConflictError } from '../../src/store/errors.js';
 import { applyEvents, emptyProjection, projectionOf } from '../../src/store/projection.js';
 import { asResourceVersion, asSeq, type EventLog, type ResourceEvent, type Retention } from '../../src/store/types.js';
+import { fuzz } from '../support/fuzz.js';
 import { apiToken, author, signingKey, dataplane, dataplaneKey, mesh, meshKey } from './fixtures.js';
 
 const v = asResourceVersion;
+
+/** Any text: well-formed in every script, or with the NULs, controls and lone surrogates a hostile body holds. */
+const TEXT = fc.oneof(
+  fc.string({ unit: 'grapheme', maxLength: 40 }),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.stringMatching(/^[\u0000\u0001\u007f\u0085\ud800\udfff a-z]{0,8}$/),
+);
+const TAGS = fc.dictionary(TEXT, TEXT, { maxKeys: 6 });
 
 /**
  * The behaviour every EventLog backend shares (memory, PGlite, Postgres): each backend's test
@@ -99,6 +110,25 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
         const [meshEvent, dataplaneEvent] = await readAll();
         expect(meshEvent).toMatchObject({ key: meshKey(odd), resource: mesh(odd), by: { instance: odd, caller: odd } });
         expect(dataplaneEvent).toMatchObject({ key: dataplaneKey(odd, odd), resource });
+      });
+
+      it('keeps exactly every resource validation accepts, whatever text its tags hold (issue 11)', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('default') }], author);
+        let kept = 0;
+        await fuzz(
+          fc.asyncProperty(TAGS, async (tags) => {
+            const result = validate({ ...dataplane('default', 'tagged'), networking: { address: '10.0.0.1', inbound: [{ port: 1, tags: { ...tags, service: 'backend' } }] } });
+            // Refused by validation, so on every store alike: nothing reaches the log.
+            if (!result.ok) return;
+            const [event] = await log.append([{ kind: 'upserted', resource: result.resource }], author);
+            expect(await log.readAfter(asSeq(event!.seq - 1), 1)).toEqual([event]);
+            expect(event).toMatchObject({ resource: result.resource });
+            kept += 1;
+          }),
+          { runs: 60 },
+        );
+        // The generators make both kinds; a property that only saw refusals would prove nothing.
+        expect(kept).toBeGreaterThan(0);
       });
 
       it('wakes its readers after an append', async () => {

@@ -1,5 +1,7 @@
 import { firstValueFrom, NEVER } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Mesh, Valid } from '../../src/mesh/resources.js';
+import { StoreRejectedWriteError } from '../../src/store/errors.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { PgliteClient } from '../../src/store/pglite-client.js';
 import { createResourceStore } from '../../src/store/resource-store.js';
@@ -67,6 +69,16 @@ describe('SqlEventLog on PGlite', () => {
       { name: 'b', version: 2, live: false, seq: 4 },
       { name: 'c', version: 1, live: true, seq: 5 },
     ]);
+    await log.close();
+  });
+
+  it('reports a value the database refuses as a rejected write, not as an outage, and appends nothing', async () => {
+    const log = await freshLog();
+    // Validation refuses a NUL before any store sees it; this bypasses it to reach the database.
+    const attempt = log.append([{ kind: 'upserted', resource: { type: 'Mesh', name: 'a\u0000b' } as Valid<Mesh> }], author);
+    await expect(attempt).rejects.toBeInstanceOf(StoreRejectedWriteError);
+    await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_STORE_REJECTED_WRITE', operation: 'appending 1 events' });
+    expect(await log.readAfter(asSeq(0), 10)).toEqual([]);
     await log.close();
   });
 

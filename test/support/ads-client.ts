@@ -75,6 +75,11 @@ class XdsStream<TRequest, TResponse> {
     this.#call.write(this.#dialect.encode(request));
   }
 
+  /** Sends one message of exactly these bytes: a request encoded by hand, or not a request at all. */
+  sendBytes(bytes: Uint8Array): void {
+    this.#call.write(bytes);
+  }
+
   /** Resolves once `count` responses in total have arrived; rejects when the stream ends first or after `timeoutMs`. */
   async nextResponse(count = this.responses.length + 1, timeoutMs = STREAM_WAIT_MS): Promise<TResponse> {
     await this.until(() => this.responses.length >= count, `response #${count}`, timeoutMs);

@@ -1,0 +1,107 @@
+import { status } from '@grpc/grpc-js';
+import { Subject } from 'rxjs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { openEventLog, type EventLog } from '../../src/store/index.js';
+import { CLUSTER } from '../../src/xds/type-urls.js';
+import { AdsStream } from '../support/ads-client.js';
+import { startHarness, type Harness } from '../support/harness.js';
+import { discoveryRequestBytes, nestedStruct } from '../support/xds-wire.js';
+import { BACKEND, envoyDataplane, namesOf } from './fixtures.js';
+
+/**
+ * Issue 11's classes of mishandled xDS input, one test each, against a real control plane on
+ * the default PGlite store, whose session records (saved to the store every tick) must keep
+ * whatever a dataplane sends.
+ */
+let harness: Harness;
+let log: EventLog;
+const save = new Subject<void>();
+beforeAll(async () => {
+  log = await openEventLog('pglite:memory', { instance: 'test' });
+  harness = await startHarness({ store: log, recordTicks: save });
+  await harness.cp.apply(BACKEND);
+  await harness.cp.apply(envoyDataplane('web-1'));
+});
+afterAll(async () => {
+  await harness.stop();
+  await log.close();
+});
+
+const opened: AdsStream[] = [];
+afterAll(() => {
+  for (const stream of opened) stream.close();
+});
+function open(): AdsStream {
+  const stream = AdsStream.open(harness.xds);
+  opened.push(stream);
+  return stream;
+}
+
+/** How the stream ends, or `'served'` if it is answered instead: a refusal that did not happen fails at once. */
+function outcome(stream: AdsStream): Promise<unknown> {
+  return Promise.race([stream.ending(), stream.nextResponse().then(() => 'served')]);
+}
+
+describe('issue 11: a refusal is delivered, however large the value it refuses', () => {
+  it('ends a stream whose first request has a 100 KB node id with a short RESOURCE_EXHAUSTED', async () => {
+    const stream = open();
+    stream.send({ typeUrl: CLUSTER, nodeId: `default.${'n'.repeat(100_000)}` });
+    const end = await stream.ending();
+    expect(end).toEqual({
+      code: status.RESOURCE_EXHAUSTED,
+      details: 'node.id has 100008 characters; at most 256 are accepted, and a <mesh>.<name> has at most 127',
+    });
+    expect(harness.cp.listSessions().map((session) => session.node)).not.toContain(expect.stringMatching(/^default\.nnnn/));
+  });
+
+  it('quotes an invalid node id within the limit cut short', async () => {
+    const node = `default.${'N'.repeat(200)}`;
+    const stream = open();
+    stream.send({ typeUrl: CLUSTER, nodeId: node });
+    const end = await stream.ending();
+    expect(end.code).toBe(status.INVALID_ARGUMENT);
+    expect(end.details).toContain(`"${node.slice(0, 64)}…" (208 characters)`);
+    expect(end.details.length).toBeLessThan(400);
+  });
+});
+
+describe('issue 11: a node.metadata nested 2,000 levels deep', () => {
+  it('is refused with RESOURCE_EXHAUSTED naming the depth limit, not INTERNAL', async () => {
+    const stream = open();
+    stream.sendBytes(discoveryRequestBytes({ typeUrl: CLUSTER, nodeId: 'default.web-1', metadata: nestedStruct(2_000) }));
+    expect(await outcome(stream)).toEqual({ code: status.RESOURCE_EXHAUSTED, details: 'node.metadata nests deeper than 16 levels' });
+  });
+
+  it('leaves the node served on its next stream', async () => {
+    const stream = open();
+    stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-1' });
+    expect(namesOf(await stream.nextResponse())).toEqual(['backend', 'localhost:9002']);
+  });
+});
+
+describe('issue 11: what a dataplane sends never stops the session records being saved', () => {
+  it('saves a NACK whose message holds a NUL and a lone surrogate, made storable', async () => {
+    const stream = open();
+    stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-1' });
+    const clusters = await stream.nextResponse();
+    stream.send({ typeUrl: CLUSTER, versionInfo: '', responseNonce: clusters.nonce, errorDetail: { code: 3, message: 'bad\u0000cluster \ud800' } });
+    // However the wire carried the surrogate, the message kept has neither it nor the NUL.
+    const kept = /^bad\ufffdcluster \ufffd+$/;
+    await vi.waitFor(() => expect(harness.cp.session('default.web-1')?.types.CDS?.nacked?.message).toMatch(kept));
+    save.next();
+    await vi.waitFor(async () => {
+      const records = await log.sessionRecords.list(60_000);
+      const body = records.find((record) => record.node === 'default.web-1')?.body as { types: { CDS: { nacked: { message: string } } } } | undefined;
+      expect(body?.types.CDS.nacked.message).toMatch(kept);
+    });
+  });
+
+  it('refuses a resource name with a NUL: no resource has one, and the records could not keep it', async () => {
+    const stream = open();
+    stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-1', resourceNames: ['backend\u0000'] });
+    expect(await outcome(stream)).toEqual({
+      code: status.INVALID_ARGUMENT,
+      details: 'resource_names[0] must not contain control characters; U+0000 is at index 7',
+    });
+  });
+});
