@@ -1,7 +1,7 @@
 import { Client, credentials, status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLUSTER, LISTENER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import { AdsStream, DeltaStream } from '../support/ads-client.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { discoveryRequestBytes, nestedStruct, wideStruct } from '../support/xds-wire.js';
 import { BACKEND, envoyDataplane, namesOf } from './fixtures.js';
@@ -138,5 +138,33 @@ describe('xDS request limits: each ends the stream with a status and a short rea
     const again = open(client);
     again.send({ typeUrl: CLUSTER, nodeId: 'default.web-2' });
     expect(namesOf(await again.nextResponse())).toEqual(['backend', 'localhost:9002']);
+  });
+});
+
+describe('the same limits over Delta', () => {
+  function delta(): DeltaStream {
+    const stream = new DeltaStream(connection());
+    opened.push(stream);
+    return stream;
+  }
+
+  it.each([
+    ['resource_names_subscribe', { subscribe: Array.from({ length: 11 }, (_, i) => `svc-${i}`) }],
+    ['resource_names_unsubscribe', { unsubscribe: Array.from({ length: 11 }, (_, i) => `svc-${i}`) }],
+    ['initial_resource_versions', { initialVersions: Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`svc-${i}`, 'v1'])) }],
+  ])('ends a stream whose %s lists more names than the limit, with RESOURCE_EXHAUSTED', async (field, request) => {
+    const stream = delta();
+    stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-1', ...request });
+    const end = await stream.ending();
+    expect(end).toEqual({ code: status.RESOURCE_EXHAUSTED, details: `${field} lists 11 names; at most 10 are accepted in one request` });
+    expect(stream.responses).toEqual([]);
+  });
+
+  it('ends a stream whose initial_resource_versions holds a version no store can keep, naming the resource', async () => {
+    const stream = delta();
+    stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-1', initialVersions: { backend: 'v\u0000' } });
+    const end = await stream.ending();
+    expect(end.code).toBe(status.INVALID_ARGUMENT);
+    expect(end.details).toMatch(/^initial_resource_versions\["backend"\] /);
   });
 });
