@@ -46,9 +46,11 @@ function open(address: string): DeltaStream {
   return stream;
 }
 
-/** Every response up to the answer of a barrier request (a route nobody has), ACKing each. */
-async function settle(stream: DeltaStream, barrier: string): Promise<DecodedDeltaResponse[]> {
-  const from = stream.responses.length;
+/**
+ * Every response from the `from`th up to the answer of a barrier request (a route nobody has),
+ * ACKing each. Pass `from` when the server may answer before the barrier is sent.
+ */
+async function settle(stream: DeltaStream, barrier: string, from = stream.responses.length): Promise<DecodedDeltaResponse[]> {
   stream.send({ typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', subscribe: [barrier] });
   await stream.until(() => stream.responses.slice(from).some((r) => r.removed.includes(barrier)), `the answer to ${barrier}`);
   const all = stream.responses.slice(from);
@@ -95,12 +97,14 @@ describe('a Delta node that moves from instance A to instance B', () => {
     expect(fromB.every((r) => r.controlPlane === 'instance-b')).toBe(true);
     expect(b.cp.session(NODE)?.types['CDS']?.held).toEqual(held.get(CLUSTER));
 
-    // A change written on A reaches the node through B, as what changed only.
+    // A change written on A reaches the node through B, as what changed only; B may push it
+    // before the barrier goes out, so what it sends is counted from before the write.
+    const beforeChange = second.responses.length;
     await a.cp.apply(backendDataplane('backend-2', 10003));
     const { revision } = await b.cp.store.refresh();
     // B regenerates on its own schedule: the barrier only orders what B has already decided to send.
     await eventually('B serving the change', () => b.cp.session(NODE)?.revision === revision);
-    const changed = await settle(second, 'after-change');
+    const changed = await settle(second, 'after-change', beforeChange);
     expect(changed.map((r) => [r.typeUrl, r.resources.map((x) => x.name), r.removed])).toEqual([[ENDPOINT, ['backend'], []]]);
   });
 
