@@ -2,7 +2,7 @@ export { isDataplaneGone } from './generation-failure.js';
 export { servedSnapshot, streamPhase, type Phase, type SessionContext, type SessionInput, type StreamPhase } from './session-context.js';
 export type { EndStatus, GenerationFailure, SessionEvent, SessionEventType, SessionIntent, StreamInfo, TypedRequest } from './session-events.js';
 export { sessionMachine, sessionSetup, type SessionMachine } from './session-machine.js';
-export { SESSION_STATES, sessionStateOf, stateIdOf, type SessionState, type SessionStateId } from './session-states.js';
+export { delayedEventOf, SESSION_STATES, sessionStateOf, stateIdOf, type SessionState, type SessionStateId } from './session-states.js';
 export { lastResponseNacked, type SessionView, type TransitionRecord, type TypeStatus } from './session-view.js';
 export { viewOf } from './session-view-of.js';
 export { chartOf, type ChartOptions, type ChartState, type ChartTransition, type Statechart, type Trigger } from './statechart.js';

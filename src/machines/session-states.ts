@@ -52,3 +52,12 @@ export function sessionStateOf(id: SessionStateId): SessionState {
   if (state === undefined) throw new Error(`state ${id} is not a resting state of the session chart`);
   return state;
 }
+
+/**
+ * The event XState sends a session resting in `id` when a delay of the chart runs out
+ * (`xstate.after.evictionGrace.disconnected`); undefined for a state without one. A timer is
+ * the only cause of a move that no event sent to the actor explains.
+ */
+export function delayedEventOf(id: SessionStateId): string | undefined {
+  return sessionMachine.getStateNodeById(id).after[0]?.eventType;
+}

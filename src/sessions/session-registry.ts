@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { createActor, type Actor, type ActorOptions, type InspectionEvent } from 'xstate';
 import {
+  delayedEventOf,
   sessionMachine,
   stateIdOf,
   viewOf,
@@ -62,6 +63,8 @@ export interface Session {
   readonly node: string;
   readonly actor: Actor<SessionMachine>;
   readonly story: SessionStory;
+  /** Sends the actor an event, remembered as the cause of the move it makes, if any. */
+  send(event: SessionEvent): void;
 }
 
 /**
@@ -101,7 +104,7 @@ export class SessionRegistry implements SessionGateway {
   open(stream: StreamInfo, sink: StreamSink, node: string, request: TypedRequest): void {
     this.#sinks.set(stream.id, sink);
     const session = this.#sessions.get(node) ?? this.#create(node);
-    session.actor.send({ type: 'stream.opened', at: this.#options.now(), stream, request });
+    session.send({ type: 'stream.opened', at: this.#options.now(), stream, request });
   }
 
   request(node: string, streamId: string, kind: FollowUpKind, request: TypedRequest): void {
@@ -115,13 +118,13 @@ export class SessionRegistry implements SessionGateway {
       const names = request.protocol === 'sotw' ? { version: request.versionInfo, resources: request.resourceNames.length } : { subscribe: request.subscribe.length, unsubscribe: request.unsubscribe.length };
       this.#log.debug({ node, stream: streamId, kind, typeUrl, nonce, ...names }, 'request');
     }
-    session.actor.send({ type: kind, at: this.#options.now(), streamId, request });
+    session.send({ type: kind, at: this.#options.now(), streamId, request });
   }
 
   /** The stream ended. Only the session's current stream can disconnect it (I4). */
   close(node: string, streamId: string, reason: string): void {
     this.#sinks.delete(streamId);
-    this.#sessions.get(node)?.actor.send({ type: 'stream.closed', at: this.#options.now(), streamId, reason });
+    this.#sessions.get(node)?.send({ type: 'stream.closed', at: this.#options.now(), streamId, reason });
   }
 
   /**
@@ -183,7 +186,7 @@ export class SessionRegistry implements SessionGateway {
   /** Tells `sessions` of `event` in slices; a session evicted or replaced meanwhile is skipped. */
   #tell(sessions: readonly Session[], event: SessionEvent): void {
     this.#options.scheduler.schedule(sessions, (session) => {
-      if (this.#sessions.get(session.node) === session) session.actor.send(event);
+      if (this.#sessions.get(session.node) === session) session.send(event);
     });
   }
 
@@ -191,24 +194,36 @@ export class SessionRegistry implements SessionGateway {
     const { evictionGrace, clock, historySize = 32 } = this.#options;
     const story = new SessionStory(historySize);
     let at: SessionStateId = 'connecting';
+    // Events sent and not yet processed, in the mailbox's order: XState tells observers once per
+    // event it processes, and an event sent while another is processed (a generation during
+    // `stream.opened`) waits in the mailbox. A move with no cause here was made by a timer.
+    const causes: SessionEvent[] = [];
+    // Optimization: XState builds inspection events for every step of an actor given `inspect`
+    // (3× the cost of an event, bench/README.md): only a session chosen for live inspection has one.
     const inspector = this.#callbacks.inspect?.(node);
-    const actor = createActor(sessionMachine, {
-      input: { node, evictionGrace },
-      clock,
-      inspect: (inspection: InspectionEvent) => {
-        inspector?.next?.(inspection);
-        if (inspection.type !== '@xstate.snapshot' || inspection.actorRef !== actor) return;
-        const to = stateIdOf((inspection.snapshot as ReturnType<typeof actor.getSnapshot>).value);
+    const actor = createActor(sessionMachine, { input: { node, evictionGrace }, clock, ...(inspector && { inspect: (inspection: InspectionEvent) => inspector.next?.(inspection) }) });
+    const session: Session = {
+      node,
+      actor,
+      story,
+      send: (event) => {
+        // An actor that ended processes nothing: its cause would never be taken.
+        if (actor.getSnapshot().status !== 'active') return;
+        causes.push(event);
+        actor.send(event);
+      },
+    };
+    actor.on('*', (intent) => this.#carryOut(session, intent));
+    actor.subscribe({
+      next: (snapshot) => {
+        const cause = causes.shift();
+        const to = stateIdOf(snapshot.value);
         if (to === at) return;
-        const record = story.moved(this.#options.now(), inspection.event, at, to);
+        const record = story.moved(this.#options.now(), cause ?? { type: delayedEventOf(at) ?? 'xstate.after' }, at, to);
         at = to;
         this.#callbacks.onTransition?.(node, record, () => this.#view(session));
         if (this.#log.isLevelEnabled('debug')) this.#log.debug({ node, from: record.from, to, event: record.event, ...record.detail }, 'session transition');
       },
-    });
-    const session: Session = { node, actor, story };
-    actor.on('*', (intent) => this.#carryOut(session, intent));
-    actor.subscribe({
       complete: () => this.#remove(session),
       error: (error) => {
         this.#log.error({ err: error, node, state: at }, 'session failed; evicting it');
@@ -260,7 +275,7 @@ export class SessionRegistry implements SessionGateway {
   #generate(session: Session): void {
     const result = this.#options.generate(session.node);
     const at = this.#options.now();
-    session.actor.send(
+    session.send(
       result.ok
         ? { type: 'snapshot.generated', at, snapshot: result.snapshot }
         : { type: 'snapshot.failed', at, revision: this.#options.revision(), error: result.error },
@@ -278,7 +293,7 @@ export class SessionRegistry implements SessionGateway {
 
   #shutDown(sessions: readonly Session[], reason: string): void {
     const event: SessionEvent = { type: 'shutdown.requested', at: this.#options.now(), reason };
-    for (const session of sessions) session.actor.send(event);
+    for (const session of sessions) session.send(event);
   }
 
   #end(streamId: string, status: EndStatus): void {
