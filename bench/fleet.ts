@@ -1,31 +1,32 @@
 /**
- * A bench child process playing N Envoy dataplanes over real gRPC (ADS, State of the World),
- * spread over a few HTTP/2 connections. Each fake Envoy subscribes to CDS (with its node id)
- * and LDS as wildcards, ACKs every response, and asks for EDS by the names of its outbound
- * clusters once it has clusters. It records when each node was first served and when it
- * ACKed the first new version after a change, on the monotonic clock the server shares.
+ * A bench child process playing Envoy dataplanes over real gRPC (ADS, State of the World or
+ * Delta), as Envoy does: each node's stream on its own HTTP/2 connection (or, as an option,
+ * `streamsPerConnection` streams sharing one). It speaks gRPC over Node's own HTTP/2 client
+ * rather than a grpc-js channel, so that a fleet costs less CPU than the server it measures; a
+ * bench spreads a large fleet over several of these processes (support/fleet-group.ts).
  *
- * Armed for a failover (`armReconnect`), a fake Envoy whose stream ends opens a new one to
- * another address at once, as Envoy does: the first request of each type it watches names
- * the version it holds, so the server may skip re-sending wildcard CDS and LDS.
+ * Each fake Envoy subscribes to CDS (with its node id) and LDS as wildcards, ACKs every
+ * response, and asks for EDS by the names of its outbound clusters once it has clusters. It
+ * records when each node was first served and when it ACKed the first new version after a
+ * change, on the monotonic clock the server shares.
+ *
+ * Armed for a failover (`armReconnect`, State of the World), a fake Envoy whose stream ends
+ * opens a new one to another address at once, as Envoy does: the first request of each type it
+ * watches names the version it holds, so the server may skip re-sending wildcard CDS and LDS.
  */
-import { Client, credentials, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
+import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../src/xds/type-urls.js';
 import { monotonicMs, serveCommands } from './support/child-link.js';
-import { readResponseHeader, RequestTemplate, type ResponseHeader } from './support/discovery-wire.js';
+import { ADS_PATHS, readResponseHeader, requestTemplate, type RequestTemplate, type ResponseHeader, type WireProtocol } from './support/discovery-wire.js';
+import { framed, MessageReader } from './support/grpc-frames.js';
 import { endpointNames, nodeId, type MeshShape } from './support/mesh-shape.js';
+import { noTraffic, type ShortType, type Traffic } from './support/traffic.js';
 
-const ADS_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
+export type { ShortType, Traffic };
 
-export type ShortType = 'CDS' | 'EDS' | 'LDS' | 'RDS';
 const SHORT: Record<string, ShortType> = { [CLUSTER]: 'CDS', [ENDPOINT]: 'EDS', [LISTENER]: 'LDS', [ROUTE]: 'RDS' };
-const TYPES: readonly ShortType[] = ['CDS', 'EDS', 'LDS', 'RDS'];
 
-/** Responses and bytes received, per type. */
-export interface Traffic {
-  readonly responses: Record<ShortType, number>;
-  readonly bytes: number;
-}
+
 
 export interface ConnectResult {
   /** Monotonic ms when the fleet started opening streams. */
@@ -59,12 +60,20 @@ export interface FailoverResult {
   readonly traffic: Traffic;
 }
 
+export interface ConnectArgs {
+  readonly address: string;
+  readonly shape: MeshShape;
+  /** Default: every node of `shape`. */
+  readonly nodes?: { readonly first: number; readonly count: number };
+  readonly streamsPerConnection: number;
+  /** Default `sotw`. */
+  readonly protocol?: WireProtocol;
+  readonly timeoutMs: number;
+}
+
 export type FleetApi = {
-  /** Opens a stream for each of `nodes` (default: every node of `shape`) and waits until all are served. */
-  connect: {
-    args: { address: string; shape: MeshShape; nodes?: { first: number; count: number }; streamsPerConnection: number; timeoutMs: number };
-    result: ConnectResult;
-  };
+  /** Opens a stream for each of `nodes` and waits until all are served. */
+  connect: { args: ConnectArgs; result: ConnectResult };
   /** From now on, a stream that ends reconnects to `address` after a random delay under `spreadMs` (0: at once). */
   armReconnect: { args: { address: string; spreadMs: number }; result: null };
   /** Waits until every node has EDS on its new stream; a stream ending after reconnecting fails it. */
@@ -76,13 +85,30 @@ export type FleetApi = {
   close: { args: null; result: null };
 };
 
-const cdsTemplate = new RequestTemplate(CLUSTER);
-const ldsTemplate = new RequestTemplate(LISTENER);
 const header: ResponseHeader = { version: '', typeUrl: '', nonce: '' };
+
+/** The requests one protocol's fake Envoys send, for the types every node watches as wildcards. */
+class Wildcards {
+  readonly cds: RequestTemplate;
+  readonly lds: RequestTemplate;
+
+  constructor(readonly protocol: WireProtocol) {
+    this.cds = requestTemplate(protocol, CLUSTER);
+    this.lds = requestTemplate(protocol, LISTENER);
+  }
+}
+
+/** One HTTP/2 connection to the server, for one node's stream or several. */
+function openConnection(address: string): ClientHttp2Session {
+  const session = connect(`http://${address}`);
+  // A failover kills the server under the connection; its streams report what they lost.
+  session.on('error', () => {});
+  return session;
+}
 
 /** One fake Envoy: its stream and what it has been sent. */
 class FakeEnvoy {
-  #call: ClientDuplexStream<Buffer, Buffer>;
+  #stream: ClientHttp2Stream;
   readonly #eds: RequestTemplate;
   readonly versions: Record<ShortType, string> = { CDS: '', EDS: '', LDS: '', RDS: '' };
   servedAt = Number.NaN;
@@ -100,37 +126,54 @@ class FakeEnvoy {
     readonly index: number,
     /** Which of the fleet's HTTP/2 connections it uses. */
     readonly connection: number,
-    client: Client,
+    session: ClientHttp2Session,
     readonly fleet: Fleet,
+    readonly wildcards: Wildcards,
     shape: MeshShape,
   ) {
-    this.#eds = new RequestTemplate(ENDPOINT, endpointNames(index, shape));
-    this.#call = this.#open(client);
-    this.#call.write(cdsTemplate.first(nodeId(index)));
-    this.#call.write(ldsTemplate.subscribe());
+    this.#eds = requestTemplate(wildcards.protocol, ENDPOINT, endpointNames(index, shape));
+    this.#stream = this.#open(session);
+    this.#write(wildcards.cds.first(nodeId(index)));
+    this.#write(wildcards.lds.subscribe());
   }
 
-  /** A new stream on `client`, subscribed to every type this Envoy watches, each naming the version it holds. */
-  reconnect(client: Client): void {
+  /** A new stream on `session`, subscribed to every type this Envoy watches, each naming the version it holds. */
+  reconnect(session: ClientHttp2Session): void {
     this.reopenedAt = monotonicMs();
-    this.#call = this.#open(client);
+    this.#stream = this.#open(session);
     const { CDS, EDS, LDS } = this.versions;
-    this.#call.write(cdsTemplate.first(nodeId(this.index), CDS));
-    if (CDS !== '') this.#call.write(this.#eds.subscribe(EDS));
-    this.#call.write(ldsTemplate.subscribe(LDS));
+    this.#write(this.wildcards.cds.first(nodeId(this.index), CDS));
+    if (CDS !== '') this.#write(this.#eds.subscribe(EDS));
+    this.#write(this.wildcards.lds.subscribe(LDS));
   }
 
   close(): void {
-    this.#call.cancel();
+    this.#stream.close(constants.NGHTTP2_CANCEL);
   }
 
-  #open(client: Client): ClientDuplexStream<Buffer, Buffer> {
-    const call = client.makeBidiStreamRequest(ADS_PATH, (bytes: Buffer) => bytes, (bytes: Buffer) => bytes, new Metadata());
-    call.on('data', (bytes: Buffer) => this.#receive(bytes));
-    call.on('error', (error: Error & { code?: number; details?: string }) => {
-      if (call === this.#call) this.fleet.ended(this, `${error.code ?? ''} ${error.details ?? error.message}`);
+  #open(session: ClientHttp2Session): ClientHttp2Stream {
+    const stream = session.request(
+      { ':method': 'POST', ':path': ADS_PATHS[this.wildcards.protocol], 'content-type': 'application/grpc', te: 'trailers' },
+      { endStream: false },
+    );
+    const reader = new MessageReader((message) => this.#receive(message));
+    let status: string | undefined;
+    stream.on('data', (chunk: Buffer) => reader.push(chunk));
+    // A status comes in the trailers, or in the headers of a response that has nothing else.
+    const readStatus = (headers: Record<string, unknown>) => {
+      if (headers['grpc-status'] !== undefined) status = `${String(headers['grpc-status'])} ${decodeURIComponent(String(headers['grpc-message'] ?? ''))}`;
+    };
+    stream.on('response', readStatus);
+    stream.on('trailers', readStatus);
+    stream.on('error', () => {});
+    stream.on('close', () => {
+      if (stream === this.#stream) this.fleet.ended(this, status ?? `stream closed (HTTP/2 code ${stream.rstCode})`);
     });
-    return call;
+    return stream;
+  }
+
+  #write(message: Buffer): void {
+    this.#stream.write(framed(message));
   }
 
   #receive(bytes: Buffer): void {
@@ -144,29 +187,28 @@ class FakeEnvoy {
     this.versions[type] = header.version;
     switch (type) {
       case 'CDS':
-        this.#call.write(cdsTemplate.ack(header.version, header.nonce));
+        this.#write(this.wildcards.cds.ack(header.version, header.nonce));
         // Envoy asks for the endpoints of its EDS clusters once it has them.
-        if (first) this.#call.write(this.#eds.subscribe());
+        if (first) this.#write(this.#eds.subscribe());
         break;
       case 'EDS':
-        this.#call.write(this.#eds.ack(header.version, header.nonce));
+        this.#write(this.#eds.ack(header.version, header.nonce));
         break;
       case 'LDS':
-        this.#call.write(ldsTemplate.ack(header.version, header.nonce));
+        this.#write(this.wildcards.lds.ack(header.version, header.nonce));
         break;
       case 'RDS':
         break;
     }
-    this.fleet.received(this, type, bytes.length, header.version);
+    this.fleet.received(this, type, bytes.length + 5, header.version);
   }
 }
 
-/** All fake Envoys, and the waits the parent asks for. */
+/** All fake Envoys of this process, and the waits the parent asks for. */
 class Fleet {
-  #clients: Client[] = [];
+  #sessions: ClientHttp2Session[] = [];
   readonly #envoys: FakeEnvoy[] = [];
-  responses: Record<ShortType, number> = { CDS: 0, EDS: 0, LDS: 0, RDS: 0 };
-  bytes = 0;
+  #traffic = noTraffic();
   #served = 0;
   #complete = 0;
   #watched: ShortType | undefined;
@@ -175,19 +217,20 @@ class Fleet {
   #firstEnd: string | undefined;
   #closing = false;
   #wake: (() => void) | undefined;
-  #reconnect: { readonly address: string; readonly spreadMs: number; readonly clients: Map<number, Client> } | undefined;
+  #reconnect: { readonly address: string; readonly spreadMs: number; readonly sessions: Map<number, ClientHttp2Session> } | undefined;
   #reserved = 0;
 
-  open(address: string, shape: MeshShape, nodes: { first: number; count: number }, streamsPerConnection: number): void {
+  open(args: ConnectArgs, nodes: { first: number; count: number }): void {
+    const wildcards = new Wildcards(args.protocol ?? 'sotw');
     for (let offset = 0; offset < nodes.count; offset++) {
-      if (offset % streamsPerConnection === 0) this.#clients.push(newClient(address));
-      this.#envoys.push(new FakeEnvoy(nodes.first + offset, this.#clients.length - 1, this.#clients.at(-1)!, this, shape));
+      if (offset % args.streamsPerConnection === 0) this.#sessions.push(openConnection(args.address));
+      this.#envoys.push(new FakeEnvoy(nodes.first + offset, this.#sessions.length - 1, this.#sessions.at(-1)!, this, wildcards, args.shape));
     }
   }
 
   received(envoy: FakeEnvoy, type: ShortType, bytes: number, version: string): void {
-    this.responses[type]++;
-    this.bytes += bytes;
+    this.#traffic.responses[type]++;
+    this.#traffic.bytes[type] += bytes;
     const now = monotonicMs();
     const { versions } = envoy;
     if (Number.isNaN(envoy.servedAt) && versions.CDS !== '' && versions.LDS !== '') {
@@ -222,12 +265,12 @@ class Fleet {
       return;
     }
     envoy.endedAt = monotonicMs();
-    let client = reconnect.clients.get(envoy.connection);
-    if (!client) {
-      client = newClient(reconnect.address);
-      reconnect.clients.set(envoy.connection, client);
+    let session = reconnect.sessions.get(envoy.connection);
+    if (!session) {
+      session = openConnection(reconnect.address);
+      reconnect.sessions.set(envoy.connection, session);
     }
-    const target = client;
+    const target = session;
     if (reconnect.spreadMs === 0) envoy.reconnect(target);
     else setTimeout(() => envoy.reconnect(target), Math.random() * reconnect.spreadMs);
   }
@@ -256,15 +299,10 @@ class Fleet {
     }
   }
 
-  async connect(
-    address: string,
-    shape: MeshShape,
-    nodes: { first: number; count: number },
-    streamsPerConnection: number,
-    timeoutMs: number,
-  ): Promise<ConnectResult> {
+  async connect(args: ConnectArgs): Promise<ConnectResult> {
+    const { nodes = { first: 0, count: args.shape.nodes }, timeoutMs } = args;
     const startedAt = monotonicMs();
-    this.open(address, shape, nodes, streamsPerConnection);
+    this.open(args, nodes);
     const openedAt = monotonicMs();
     const total = this.#envoys.length;
     await this.until(
@@ -303,7 +341,8 @@ class Fleet {
   }
 
   armReconnect(address: string, spreadMs: number): void {
-    this.#reconnect = { address, spreadMs, clients: new Map() };
+    if (this.#envoys.some((envoy) => envoy.wildcards.protocol !== 'sotw')) throw new Error('a failover is played over State of the World only');
+    this.#reconnect = { address, spreadMs, sessions: new Map() };
     this.#reserved = 0;
     for (const envoy of this.#envoys) {
       envoy.endedAt = envoy.reopenedAt = envoy.firstResponseAt = envoy.reservedAt = Number.NaN;
@@ -322,10 +361,10 @@ class Fleet {
       () => `all ${total} nodes to be served again at ${reconnect.address} (${reopened()} reconnected, ${this.#reserved} have EDS there)`,
       timeoutMs,
     );
-    // Disarmed: from now on a stream that ends fails the run. The old connections' channels would keep retrying the dead address.
+    // Disarmed: from now on a stream that ends fails the run.
     this.#reconnect = undefined;
-    for (const client of this.#clients) client.close();
-    this.#clients = [...reconnect.clients.values()];
+    for (const session of this.#sessions) session.destroy();
+    this.#sessions = [...reconnect.sessions.values()];
     const times = (of: (envoy: FakeEnvoy) => number) => Float64Array.from(this.#envoys, of);
     return {
       ended: times((envoy) => envoy.endedAt),
@@ -344,28 +383,21 @@ class Fleet {
   close(): void {
     this.#closing = true;
     for (const envoy of this.#envoys) envoy.close();
-    for (const client of this.#clients) client.close();
-    for (const client of this.#reconnect?.clients.values() ?? []) client.close();
+    for (const session of this.#sessions) session.destroy();
+    for (const session of this.#reconnect?.sessions.values() ?? []) session.destroy();
   }
 
   #takeTraffic(): Traffic {
-    const traffic = { responses: this.responses, bytes: this.bytes };
-    this.responses = Object.fromEntries(TYPES.map((type) => [type, 0])) as Record<ShortType, number>;
-    this.bytes = 0;
+    const traffic = this.#traffic;
+    this.#traffic = noTraffic();
     return traffic;
   }
-}
-
-/** A local subchannel pool: each Client gets its own HTTP/2 connection instead of sharing one. */
-function newClient(address: string): Client {
-  return new Client(address, credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
 }
 
 const fleet = new Fleet();
 
 serveCommands<FleetApi>({
-  connect: ({ address, shape, nodes = { first: 0, count: shape.nodes }, streamsPerConnection, timeoutMs }) =>
-    fleet.connect(address, shape, nodes, streamsPerConnection, timeoutMs),
+  connect: (args) => fleet.connect(args),
   armReconnect({ address, spreadMs }) {
     fleet.armReconnect(address, spreadMs);
     return null;

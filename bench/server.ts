@@ -4,37 +4,15 @@
  * drives it over IPC: it applies the mesh, makes changes, and reads memory after a forced GC,
  * CPU time, event-loop delay and session counts. Start it with `--expose-gc` (ChildLink.fork does).
  */
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { pino } from 'pino';
 import { filter, firstValueFrom, timeout } from 'rxjs';
 import { createControlPlane, type ControlPlane } from '../src/index.js';
 import { generate } from '../src/mesh/index.js';
 import { serveCommands, monotonicMs } from './support/child-link.js';
-import { PhaseProfiler, type PhaseProfile } from './support/cpu-profile.js';
-import { dataplane, hubEndpoint, nodeId, type MeshShape } from './support/mesh-shape.js';
+import { processProbes, type ProbeApi } from './support/process-probes.js';
+import { backendDataplanes, dataplane, hubEndpoint, nodeId, type MeshShape } from './support/mesh-shape.js';
 
-export interface MemorySample {
-  readonly heapUsed: number;
-  readonly heapTotal: number;
-  readonly external: number;
-  readonly arrayBuffers: number;
-  readonly rss: number;
-}
-
-export interface UsageSample {
-  /** Monotonic ms (shared with the fleet). */
-  readonly at: number;
-  /** CPU time of this process since it started, ms. */
-  readonly cpuMs: number;
-  /** The longest event-loop stall since the previous sample, ms. */
-  readonly loopStallMaxMs: number;
-  /** Resident set size now, bytes. */
-  readonly rss: number;
-  /** The largest resident set size this process has had, bytes. */
-  readonly maxRss: number;
-}
-
-export type ServerApi = {
+export type ServerApi = ProbeApi & {
   /**
    * `store` defaults to `memory`, `instanceId` to `bench`. `streamsPerConnection` is how many
    * streams the fleet multiplexes on one connection, more than a real Envoy (one) and than the
@@ -44,12 +22,10 @@ export type ServerApi = {
     args: { refreshInterval: number; store?: string; instanceId?: string; streamsPerConnection: number };
     result: { xds: string; pid: number; ms: number };
   };
-  /** Applies the mesh's dataplanes, `concurrency` writes in flight (the store batches their catch-ups). */
+  /** Applies the mesh's dataplanes (backends first), `concurrency` writes in flight (the store batches their catch-ups). */
   apply: { args: { shape: MeshShape; concurrency: number }; result: { ms: number; revision: number } };
   /** Generates every node's snapshot once, so the memoised per-node resources exist before any session does. */
   warm: { args: { shape: MeshShape }; result: { ms: number } };
-  memory: { args: null; result: MemorySample };
-  usage: { args: null; result: UsageSample };
   sessions: { args: null; result: { counts: Record<string, number>; ms: number } };
   /**
    * Adds one hub endpoint. `fannedOutAt` is when the store's projection emission reached a
@@ -65,24 +41,9 @@ export type ServerApi = {
    * here or, through the change feed, on another instance), and says when, in monotonic ms.
    */
   reached: { args: { revision: number; timeoutMs: number }; result: { at: number } };
-  /** Starts the V8 sampling profiler (for `--cpu-prof`). */
-  profileStart: { args: null; result: null };
-  /** Stops it, writes the profile to `file`, and returns the hottest functions since `profileStart`. */
-  profileStop: { args: { top: number; file: string }; result: PhaseProfile };
   stop: { args: null; result: { ms: number } };
 };
 
-// The longest the event loop went without running a 10 ms interval timer. (monitorEventLoopDelay
-// missed multi-second stalls after reset() here, so the bench measures it itself.)
-const STALL_PERIOD_MS = 10;
-let lastInterval = monotonicMs();
-let longestStall = 0;
-setInterval(() => {
-  const now = monotonicMs();
-  longestStall = Math.max(longestStall, now - lastInterval - STALL_PERIOD_MS);
-  lastInterval = now;
-}, STALL_PERIOD_MS).unref();
-const profiler = new PhaseProfiler();
 let cp: ControlPlane | undefined;
 /** Monotonic ms at which each store revision the store emitted had been handed to every session. */
 const fannedOut: { readonly revision: number; readonly at: number }[] = [];
@@ -93,6 +54,7 @@ function running(): ControlPlane {
 }
 
 serveCommands<ServerApi>({
+  ...processProbes(),
   async start({ refreshInterval, store = 'memory', instanceId = 'bench', streamsPerConnection }) {
     const started = monotonicMs();
     cp = createControlPlane({
@@ -113,10 +75,9 @@ serveCommands<ServerApi>({
   async apply({ shape, concurrency }) {
     const control = running();
     const started = monotonicMs();
-    for (let from = 0; from < shape.nodes; from += concurrency) {
-      const writes: Promise<unknown>[] = [];
-      for (let index = from; index < Math.min(shape.nodes, from + concurrency); index++) writes.push(control.apply(dataplane(index, shape)));
-      await Promise.all(writes);
+    const resources = [...backendDataplanes(shape), ...Array.from({ length: shape.nodes }, (_, index) => dataplane(index, shape))];
+    for (let from = 0; from < resources.length; from += concurrency) {
+      await Promise.all(resources.slice(from, from + concurrency).map((resource) => control.apply(resource)));
     }
     fannedOut.length = 0;
     return { ms: monotonicMs() - started, revision: control.store.projection.revision };
@@ -130,30 +91,6 @@ serveCommands<ServerApi>({
       if (!result.ok) throw new Error(`generating ${nodeId(index)}: ${result.error.message}`);
     }
     return { ms: monotonicMs() - started };
-  },
-
-  async memory() {
-    // Twice, with a turn between: FinalizationRegistry callbacks (the encode cache) run in between.
-    const collect = globalThis.gc;
-    if (!collect) throw new Error('bench/server.ts needs --expose-gc to measure memory');
-    collect();
-    await nextTurn();
-    collect();
-    const { heapUsed, heapTotal, external, arrayBuffers, rss } = process.memoryUsage();
-    return { heapUsed, heapTotal, external, arrayBuffers, rss };
-  },
-
-  usage() {
-    const { user, system } = process.cpuUsage();
-    const sample = {
-      at: monotonicMs(),
-      cpuMs: (user + system) / 1000,
-      loopStallMaxMs: Math.max(longestStall, monotonicMs() - lastInterval - STALL_PERIOD_MS),
-      rss: process.memoryUsage.rss(),
-      maxRss: process.resourceUsage().maxRSS * 1024,
-    };
-    longestStall = 0;
-    return sample;
   },
 
   sessions() {
@@ -185,13 +122,6 @@ serveCommands<ServerApi>({
     });
     return { at: monotonicMs() };
   },
-
-  async profileStart() {
-    await profiler.start();
-    return null;
-  },
-
-  profileStop: ({ top, file }) => profiler.stop(top, file),
 
   async stop() {
     const started = monotonicMs();

@@ -1,90 +1,119 @@
 /**
- * Sessions at scale: N Envoy dataplanes connect at once to one Chancery process, sit idle,
- * and then converge on a change every one of them depends on. Server and fleet are separate
- * processes (bench/server.ts, bench/fleet.ts) talking real gRPC over 127.0.0.1.
+ * Sessions at scale, in the real shape of a fleet: N Envoy dataplanes, each on its own HTTP/2
+ * connection, connect at once to one Chancery process, sit idle, and converge on a change every
+ * one of them depends on. The same fleet then drives the ceiling (bench/ceiling-server.ts), a bare
+ * grpc-js server answering with pre-encoded bytes of the sizes Chancery sent, and every row shows
+ * Chancery's figure beside the ceiling's. Server, ceiling and fleet processes talk real gRPC over
+ * 127.0.0.1.
  *
- *   npm run bench -- sessions [--n 1000,10000] [--changes 3] [--services 50]
- *                             [--streams-per-connection 500] [--unpinned] [--cpu-prof]
+ *   npm run bench -- sessions [--n 1000,10000] [--protocol sotw,delta] [--changes 3]
+ *                             [--services 10] [--backends 3] [--streams-per-connection 1]
+ *                             [--fleet-processes 2] [--no-ceiling] [--unpinned] [--cpu-prof]
  *
- * Targets (the issue): 10,000 sessions served; a change ACKed at all 10,000 within 2 s
- * (p99); under 20 KB of heap per idle session beyond the shared resource bytes.
+ * Targets (issue 12, N = 10,000): all served within 5 s of a connect storm; a change ACKed at
+ * every node within 1 s (p99); ≤ 60 µs of server CPU per node per change; ≤ 40 KB RSS per
+ * session; at least half the ceiling's speed; event-loop lag p99 ≤ 50 ms during a change.
+ * Issue 13: a Delta change costs at most a third of the bytes of a SotW one.
  */
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import type { ChangeResult, ConnectResult, FleetApi } from './fleet.js';
-import type { MemorySample, ServerApi, UsageSample } from './server.js';
+import type { CeilingApi, ResponseSizes } from './ceiling-server.js';
+import type { ConnectResult } from './fleet.js';
+import type { ServerApi } from './server.js';
 import { BenchChildren, canPin } from './support/bench-children.js';
 import { ChildLink } from './support/child-link.js';
 import type { PhaseProfile } from './support/cpu-profile.js';
+import type { WireProtocol } from './support/discovery-wire.js';
+import { FleetGroup } from './support/fleet-group.js';
+import { integerOption } from './support/integer-option.js';
 import type { MeshShape } from './support/mesh-shape.js';
 import { printHot, profileFile } from './support/print-profile.js';
 import { printTable } from './support/print-table.js';
+import type { MemorySample, UsageSample } from './support/process-probes.js';
 import { since, spread, type Spread } from './support/stats.js';
-import { integerOption } from './support/integer-option.js';
+import { totalBytes, type Traffic } from './support/traffic.js';
 
 interface Options {
   readonly sizes: readonly number[];
+  readonly protocols: readonly WireProtocol[];
   readonly changes: number;
   readonly services: number;
+  readonly backends: number;
   readonly streamsPerConnection: number;
+  readonly fleetProcesses: number;
+  readonly ceiling: boolean;
   readonly pin: boolean;
   readonly cpuProf: boolean;
   readonly idleMs: number;
   readonly deadlineMs: number;
 }
 
-interface ChangeRow {
-  readonly change: number;
-  /** From the change command until every session has handled `store.advanced` (generated and written its push). */
-  readonly fanOutMs: number;
-  /** From the change command to `cp.apply` resolving. */
-  readonly applyMs: number;
-  readonly ack: Spread;
-  /** The first node's ACK. */
-  readonly firstAckMs: number;
-  readonly pushes: number;
-  readonly pushesPerSecond: number;
-  readonly megabytes: number;
-  readonly serverCpuMs: number;
-  readonly fleetCpuMs: number;
-  readonly loopStallMaxMs: number;
-  readonly hot: PhaseProfile | undefined;
-}
+/** Which server a run measured. */
+type Target = 'chancery' | 'ceiling';
 
-interface SizeResult {
-  readonly nodes: number;
-  readonly connections: number;
-  readonly applyMs: number;
-  readonly warmMs: number;
+interface StormRow {
   readonly servedAll: number;
   readonly served: Spread;
   readonly completeAll: number;
-  readonly connectPushes: number;
-  readonly connectCpuMs: number;
-  readonly connectLoopStallMaxMs: number;
+  readonly traffic: Traffic;
+  readonly serverCpuMs: number;
+  readonly loopStallMaxMs: number;
   readonly fleetCpuMs: number;
-  readonly connectHot: PhaseProfile | undefined;
-  readonly memory: { readonly empty: MemorySample; readonly applied: MemorySample; readonly warmed: MemorySample; readonly sessions: MemorySample };
+  /** RSS per connected session: (RSS with the sessions − RSS before they connected) / N. */
+  readonly rssPerSession: number;
+  readonly hot: PhaseProfile | undefined;
+}
+
+interface ChangeRow {
+  readonly change: number;
+  readonly ack: Spread;
+  readonly firstAckMs: number;
+  readonly traffic: Traffic;
+  readonly serverCpuMs: number;
+  readonly loopStallMaxMs: number;
+  readonly loopLagP99Ms: number;
+  readonly fleetCpuMs: number;
+  readonly hot: PhaseProfile | undefined;
+}
+
+interface Run {
+  readonly target: Target;
+  readonly nodes: number;
+  readonly protocol: WireProtocol;
+  readonly storm: StormRow;
+  readonly changes: readonly ChangeRow[];
+}
+
+/** Chancery's run, with what only it has: the store and the sessions. */
+interface ChanceryRun extends Run {
+  readonly target: 'chancery';
+  readonly applyMs: number;
+  readonly warmMs: number;
+  readonly memory: { readonly applied: MemorySample; readonly warmed: MemorySample; readonly sessions: MemorySample };
   readonly idleCpuPercent: number;
   readonly states: Record<string, number>;
-  readonly listSessionsMs: number;
-  readonly changes: readonly ChangeRow[];
 }
 
 const SECOND = 1_000;
 
-/** The server and fleet of the size being run, killed if the run fails or overstays its deadline. */
+/** The servers and fleets of the run in progress, killed if it fails or overstays its deadline. */
 const children = new BenchChildren();
 
 export default async function sessionsBench(argv: readonly string[]): Promise<void> {
   const options = parseOptions(argv);
   printMachine('before', options);
   await children.withDeadline('sessions', options.deadlineMs, async () => {
-    const results: SizeResult[] = [];
-    for (const nodes of options.sizes) results.push(await runSize(nodes, options));
+    const runs: Run[] = [];
+    for (const nodes of options.sizes) {
+      for (const protocol of options.protocols) {
+        const chancery = await runChancery(nodes, protocol, options);
+        runs.push(chancery);
+        if (options.ceiling) runs.push(await runCeiling(nodes, protocol, responseSizes(chancery), options));
+      }
+    }
     printMachine('after', options);
-    printResults(results, options);
+    printResults(runs, options);
   });
 }
 
@@ -93,143 +122,203 @@ function parseOptions(argv: readonly string[]): Options {
     args: [...argv],
     options: {
       n: { type: 'string', default: '1000,10000' },
+      protocol: { type: 'string', default: 'sotw,delta' },
       changes: { type: 'string', default: '3' },
-      services: { type: 'string', default: '50' },
-      'streams-per-connection': { type: 'string', default: '500' },
+      services: { type: 'string', default: '10' },
+      backends: { type: 'string', default: '3' },
+      'streams-per-connection': { type: 'string', default: '1' },
+      'fleet-processes': { type: 'string', default: '2' },
+      'no-ceiling': { type: 'boolean', default: false },
       'idle-ms': { type: 'string', default: '3000' },
-      'deadline-s': { type: 'string', default: '600' },
+      'deadline-s': { type: 'string', default: '900' },
       unpinned: { type: 'boolean', default: false },
       'cpu-prof': { type: 'boolean', default: false },
     },
   });
-  const count = (name: string, value: string, max: number) => integerOption(name, value, 1, max);
+  const count = (name: string, value: string, min: number, max: number) => integerOption(name, value, min, max);
+  const protocols = values.protocol.split(',').map((protocol) => protocol.trim());
+  const unknown = protocols.filter((protocol) => protocol !== 'sotw' && protocol !== 'delta');
+  if (unknown.length > 0) throw new Error(`--protocol takes sotw, delta or both (comma-separated), not "${unknown.join(',')}"`);
   return {
-    sizes: values.n.split(',').map((size) => count('n', size.trim(), 20_000)),
-    changes: count('changes', values.changes, 10),
-    services: count('services', values.services, 1_000),
-    streamsPerConnection: count('streams-per-connection', values['streams-per-connection'], 10_000),
-    idleMs: count('idle-ms', values['idle-ms'], 30_000),
-    deadlineMs: count('deadline-s', values['deadline-s'], 3_600) * SECOND,
+    sizes: values.n.split(',').map((size) => count('n', size.trim(), 1, 20_000)),
+    protocols: protocols as WireProtocol[],
+    changes: count('changes', values.changes, 1, 10),
+    services: count('services', values.services, 1, 1_000),
+    backends: count('backends', values.backends, 0, 100),
+    streamsPerConnection: count('streams-per-connection', values['streams-per-connection'], 1, 10_000),
+    fleetProcesses: count('fleet-processes', values['fleet-processes'], 1, 16),
+    ceiling: !values['no-ceiling'],
+    idleMs: count('idle-ms', values['idle-ms'], 0, 30_000),
+    deadlineMs: count('deadline-s', values['deadline-s'], 1, 3_600) * SECOND,
     pin: !values.unpinned && canPin(),
     cpuProf: values['cpu-prof'],
   };
 }
 
-async function runSize(nodes: number, options: Options): Promise<SizeResult> {
-  const shape: MeshShape = { nodes, services: options.services };
-  console.log(`\n[sessions] N=${nodes}: starting server`);
-  const server = ChildLink.fork<ServerApi>('server', 'server.ts', {
-    nodeFlags: ['--expose-gc', '--max-old-space-size=4096'],
-    ...(options.pin && { cpus: '0' }),
-  });
-  children.track(server);
-  let fleet: ChildLink<FleetApi> | undefined;
+function shapeOf(nodes: number, options: Options): MeshShape {
+  // --backends 0: the hub shape, where the nodes themselves serve the services.
+  return options.backends === 0 ? { nodes, services: options.services } : { nodes, services: options.services, backends: options.backends };
+}
+
+function startFleet(options: Options): FleetGroup {
+  return children.track(FleetGroup.fork('fleet', options.fleetProcesses, options.pin ? { cpus: '1' } : {}));
+}
+
+/** The server child: pinned to CPU 0 beside a fleet on CPU 1, with a heap for 10,000 sessions. */
+function forkServer<T extends ServerApi | CeilingApi>(name: string, script: string, options: Options): ChildLink<T> {
+  return children.track(ChildLink.fork<T>(name, script, { nodeFlags: ['--expose-gc', '--max-old-space-size=4096'], ...(options.pin && { cpus: '0' }) }));
+}
+
+/** The server and the fleet a storm and its changes are measured on, whichever the server. */
+interface Measured {
+  readonly server: ChildLink<ServerApi> | ChildLink<CeilingApi>;
+  readonly fleet: FleetGroup;
+  readonly label: string;
+}
+
+async function runChancery(nodes: number, protocol: WireProtocol, options: Options): Promise<ChanceryRun> {
+  const label = `chancery N=${nodes} ${protocol}`;
+  const shape = shapeOf(nodes, options);
+  console.log(`\n[sessions] ${label}: starting the server`);
+  const server = forkServer<ServerApi>('server', 'server.ts', options);
   try {
     const { xds } = await server.request('start', { refreshInterval: 1_000, streamsPerConnection: options.streamsPerConnection }, 30 * SECOND);
-    const empty = await server.request('memory', null, 30 * SECOND);
-
-    console.log(`[sessions] N=${nodes}: applying ${nodes} dataplanes over ${options.services} services`);
+    console.log(`[sessions] ${label}: applying ${nodes} dataplanes${shape.backends ? ` and ${shape.services * shape.backends} backends` : ''}`);
     const { ms: applyMs } = await server.request('apply', { shape, concurrency: 500 }, 120 * SECOND);
     const applied = await server.request('memory', null, 30 * SECOND);
     const { ms: warmMs } = await server.request('warm', { shape }, 60 * SECOND);
     const warmed = await server.request('memory', null, 30 * SECOND);
 
-    console.log(`[sessions] N=${nodes}: ${nodes} dataplanes connect at once`);
-    fleet = children.track(ChildLink.fork<FleetApi>('fleet', 'fleet.ts', { ...(options.pin && { cpus: '1' }) }));
-    const fleetBefore = await fleet.request('usage', null, 30 * SECOND);
-    const before = await server.request('usage', null, 10 * SECOND);
-    if (options.cpuProf) await server.request('profileStart', null, 10 * SECOND);
-    const connectTimeout = 30 * SECOND + nodes * 6;
-    const connect: ConnectResult = await fleet.request(
-      'connect',
-      { address: xds, shape, streamsPerConnection: options.streamsPerConnection, timeoutMs: connectTimeout },
-      connectTimeout + 10 * SECOND,
-    );
-    const connectHot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`server-connect-${nodes}`) }, 30 * SECOND) : undefined;
-    const afterConnect = await server.request('usage', null, 10 * SECOND);
-    const fleetAfter = await fleet.request('usage', null, 10 * SECOND);
-
+    const fleet = startFleet(options);
+    const measured: Measured = { server, fleet, label };
+    const storm = await runStorm(measured, xds, shape, protocol, options);
+    const afterStorm = await server.request('usage', null, 10 * SECOND);
     // Idle: only the watchdog ticks.
     await sleep(options.idleMs);
     const afterIdle = await server.request('usage', null, 10 * SECOND);
-    const sessionsMemory = await server.request('memory', null, 60 * SECOND);
-    const { counts: states, ms: listSessionsMs } = await server.request('sessions', null, 60 * SECOND);
+    const sessions = await server.request('memory', null, 60 * SECOND);
+    const { counts: states } = await server.request('sessions', null, 60 * SECOND);
 
     const changes: ChangeRow[] = [];
-    for (let change = 1; change <= options.changes; change++) {
-      console.log(`[sessions] N=${nodes}: change ${change} (one more hub endpoint)`);
-      changes.push(await runChange(server, fleet, nodes, change, options));
-      await sleep(500);
-    }
+    for (let change = 1; change <= options.changes; change++) changes.push(await runChange(measured, nodes, change, options));
 
     await fleet.request('close', null, 30 * SECOND);
     await fleet.exit();
     await server.request('stop', null, 30 * SECOND);
     await server.exit();
-
-    const servedAll = Math.max(...since(connect.startedAt, connect.served));
     return {
+      target: 'chancery',
       nodes,
-      connections: Math.ceil(nodes / options.streamsPerConnection),
+      protocol,
+      storm,
+      changes,
       applyMs,
       warmMs,
-      servedAll,
-      served: spread(since(connect.startedAt, connect.served)),
-      completeAll: Math.max(...since(connect.startedAt, connect.complete)),
-      connectPushes: Object.values(connect.traffic.responses).reduce((a, b) => a + b, 0),
-      connectCpuMs: afterConnect.cpuMs - before.cpuMs,
-      connectLoopStallMaxMs: afterConnect.loopStallMaxMs,
-      fleetCpuMs: fleetAfter.cpuMs - fleetBefore.cpuMs,
-      connectHot,
-      memory: { empty, applied, warmed, sessions: sessionsMemory },
-      idleCpuPercent: (100 * (afterIdle.cpuMs - afterConnect.cpuMs)) / (afterIdle.at - afterConnect.at),
+      memory: { applied, warmed, sessions },
+      idleCpuPercent: (100 * (afterIdle.cpuMs - afterStorm.cpuMs)) / (afterIdle.at - afterStorm.at),
       states,
-      listSessionsMs,
-      changes,
     };
   } catch (error) {
-    throw new Error(`sessions bench aborted at N=${nodes}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new Error(`sessions bench aborted (${label}): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   } finally {
-    // Gone already after a clean run; killed after a failed one.
     children.killAll();
   }
 }
 
-async function runChange(
-  server: ChildLink<ServerApi>,
-  fleet: ChildLink<FleetApi>,
-  nodes: number,
-  change: number,
-  options: Options,
-): Promise<ChangeRow> {
+async function runCeiling(nodes: number, protocol: WireProtocol, sizes: ResponseSizes, options: Options): Promise<Run> {
+  const label = `ceiling N=${nodes} ${protocol}`;
+  console.log(`\n[sessions] ${label}: starting the bare grpc-js server (responses of ${sizes.CDS}, ${sizes.EDS} and ${sizes.LDS} bytes)`);
+  const server = forkServer<CeilingApi>('ceiling', 'ceiling-server.ts', options);
+  try {
+    const { xds } = await server.request('start', { sizes }, 30 * SECOND);
+    const fleet = startFleet(options);
+    const measured: Measured = { server, fleet, label };
+    const storm = await runStorm(measured, xds, shapeOf(nodes, options), protocol, options);
+    const changes: ChangeRow[] = [];
+    for (let change = 1; change <= options.changes; change++) changes.push(await runChange(measured, nodes, change, options));
+    await fleet.request('close', null, 30 * SECOND);
+    await fleet.exit();
+    await server.request('stop', null, 30 * SECOND);
+    await server.exit();
+    return { target: 'ceiling', nodes, protocol, storm, changes };
+  } catch (error) {
+    throw new Error(`sessions bench aborted (${label}): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  } finally {
+    children.killAll();
+  }
+}
+
+/** The requests of a union of child links, typed by the commands both answer. */
+function probe(server: Measured['server']): ChildLink<ServerApi & CeilingApi> {
+  return server as ChildLink<ServerApi & CeilingApi>;
+}
+
+async function runStorm(measured: Measured, xds: string, shape: MeshShape, protocol: WireProtocol, options: Options): Promise<StormRow> {
+  const { fleet, label } = measured;
+  const server = probe(measured.server);
+  console.log(`[sessions] ${label}: ${shape.nodes} dataplanes connect at once`);
+  const rssBefore = (await server.request('memory', null, 30 * SECOND)).rss;
+  const fleetBefore = await fleet.request('usage', null, 30 * SECOND);
+  const before = await server.request('usage', null, 10 * SECOND);
+  if (options.cpuProf) await server.request('profileStart', null, 10 * SECOND);
+  const timeoutMs = 30 * SECOND + shape.nodes * 6;
+  const connect: ConnectResult = await fleet.request(
+    'connect',
+    { address: xds, shape, streamsPerConnection: options.streamsPerConnection, protocol, timeoutMs },
+    timeoutMs + 10 * SECOND,
+  );
+  const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-storm`) }, 30 * SECOND) : undefined;
+  const after: UsageSample = await server.request('usage', null, 10 * SECOND);
+  const fleetAfter = await fleet.request('usage', null, 10 * SECOND);
+  const rssAfter = (await server.request('memory', null, 30 * SECOND)).rss;
+  const served = since(connect.startedAt, connect.served);
+  return {
+    servedAll: Math.max(...served),
+    served: spread(served),
+    completeAll: Math.max(...since(connect.startedAt, connect.complete)),
+    traffic: connect.traffic,
+    serverCpuMs: after.cpuMs - before.cpuMs,
+    loopStallMaxMs: after.loopStallMaxMs,
+    fleetCpuMs: fleetAfter.cpuMs - fleetBefore.cpuMs,
+    rssPerSession: (rssAfter - rssBefore) / shape.nodes,
+    hot,
+  };
+}
+
+async function runChange(measured: Measured, nodes: number, change: number, options: Options): Promise<ChangeRow> {
+  const { fleet, label } = measured;
+  const server = probe(measured.server);
+  console.log(`[sessions] ${label}: change ${change} (one more endpoint of the service every node calls)`);
+  await sleep(500);
   await fleet.request('expectChange', { type: 'EDS' }, 10 * SECOND);
-  const before: UsageSample = await server.request('usage', null, 10 * SECOND);
+  const before = await server.request('usage', null, 10 * SECOND);
   const fleetBefore = await fleet.request('usage', null, 10 * SECOND);
   if (options.cpuProf) await server.request('profileStart', null, 10 * SECOND);
-  const { startedAt, fannedOutAt, appliedAt } = await server.request('change', { change }, 60 * SECOND);
-  const result: ChangeResult = await fleet.request('awaitChange', { timeoutMs: 30 * SECOND }, 40 * SECOND);
-  const hot = options.cpuProf
-    ? await server.request('profileStop', { top: 25, file: profileFile(`server-change-${change}-${nodes}`) }, 30 * SECOND)
-    : undefined;
+  const { startedAt } = await server.request('change', { change }, 60 * SECOND);
+  const result = await fleet.request('awaitChange', { timeoutMs: 30 * SECOND }, 40 * SECOND);
+  const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-change-${change}`) }, 30 * SECOND) : undefined;
   const after = await server.request('usage', null, 10 * SECOND);
   const fleetAfter = await fleet.request('usage', null, 10 * SECOND);
   const latencies = since(startedAt, result.acked);
-  const last = Math.max(...latencies);
-  const pushes = Object.values(result.traffic.responses).reduce((a, b) => a + b, 0);
   return {
     change,
-    fanOutMs: fannedOutAt - startedAt,
-    applyMs: appliedAt - startedAt,
     ack: spread(latencies),
     firstAckMs: Math.min(...latencies),
-    pushes,
-    pushesPerSecond: (pushes * SECOND) / last,
-    megabytes: result.traffic.bytes / 1e6,
+    traffic: result.traffic,
     serverCpuMs: after.cpuMs - before.cpuMs,
-    fleetCpuMs: fleetAfter.cpuMs - fleetBefore.cpuMs,
     loopStallMaxMs: after.loopStallMaxMs,
+    loopLagP99Ms: after.loopLagP99Ms,
+    fleetCpuMs: fleetAfter.cpuMs - fleetBefore.cpuMs,
     hot,
   };
+}
+
+/** The mean size of Chancery's responses per type, without gRPC's prefix: what the ceiling sends. */
+function responseSizes(run: ChanceryRun): ResponseSizes {
+  const { storm, changes } = run;
+  const mean = (type: keyof ResponseSizes, traffic: Traffic) => Math.max(1, Math.round(traffic.bytes[type] / Math.max(1, traffic.responses[type]) - 5));
+  // EDS as a change sends it, which is what the ceiling's change writes too.
+  return { CDS: mean('CDS', storm.traffic), EDS: mean('EDS', changes[0]?.traffic ?? storm.traffic), LDS: mean('LDS', storm.traffic) };
 }
 
 function printMachine(when: string, options: Options): void {
@@ -239,87 +328,142 @@ function printMachine(when: string, options: Options): void {
   console.log(`[sessions] ${when}: node ${process.version}, ${cpu.length} CPUs (${cpu[0]?.model ?? '?'}), ${pinning}, load average ${one} ${five} ${fifteen}`);
 }
 
-const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 const kb = (bytes: number) => (bytes / 2 ** 10).toFixed(1);
+const mb = (bytes: number) => (bytes / 1e6).toFixed(2);
 const s = (ms: number) => (ms / SECOND).toFixed(2);
 const ms = (value: number) => value.toFixed(0);
+const percent = (ratio: number) => `${(100 * ratio).toFixed(0)} %`;
+const pushes = (traffic: Traffic) => Object.values(traffic.responses).reduce((a, b) => a + b, 0);
+const worst = <T>(rows: readonly T[], of: (row: T) => number) => Math.max(...rows.map(of));
 
-function printResults(results: readonly SizeResult[], options: Options): void {
+function printResults(runs: readonly Run[], options: Options): void {
+  const chancery = runs.filter((run): run is ChanceryRun => run.target === 'chancery');
+  const ceilingOf = (run: Run) => runs.find((other) => other.target === 'ceiling' && other.nodes === run.nodes && other.protocol === run.protocol);
+  const vs = (ours: number, theirs: number | undefined) => (theirs === undefined ? '–' : percent(theirs / ours));
+
   printTable(
-    'Connect storm: N dataplanes open their ADS streams at once (times from the first stream opened)',
-    ['N', 'conns', 'apply N (s)', 'generate N (s)', 'all served (s)', 'served p50 / p99 (s)', '+EDS all (s)', 'pushes', 'server CPU (s)', 'loop stall max (ms)', 'fleet CPU (s)'],
-    results.map((r) => [
-      String(r.nodes),
-      String(r.connections),
-      s(r.applyMs),
-      s(r.warmMs),
-      s(r.servedAll),
-      `${s(r.served.p50)} / ${s(r.served.p99)}`,
-      s(r.completeAll),
-      String(r.connectPushes),
-      s(r.connectCpuMs),
-      ms(r.connectLoopStallMaxMs),
-      s(r.fleetCpuMs),
-    ]),
-  );
-  printTable(
-    'Memory (server, after forced GC): heap empty → N dataplanes applied → their config generated → N idle sessions',
-    ['N', 'heap empty (MB)', 'applied (MB)', 'generated (MB)', 'sessions (MB)', 'heap/session (KB)', 'incl. own config (KB)', 'RSS/session (KB)', 'idle CPU (%)', 'states', 'listSessions (ms)'],
-    results.map((r) => {
-      const { empty, applied, warmed, sessions } = r.memory;
+    `Connect storm: N dataplanes, ${options.streamsPerConnection === 1 ? 'one HTTP/2 connection each' : `${options.streamsPerConnection} streams per HTTP/2 connection`}, open their ADS streams at once (times from the first stream opened); ceiling beside Chancery`,
+    ['N', 'protocol', 'all served (s)', 'ceiling (s)', 'ceiling / Chancery', 'served p50 / p99 (s)', '+EDS all (s)', 'pushes', 'server CPU (s)', 'ceiling CPU (s)', 'loop stall max (ms)', 'fleet CPU (s)'],
+    chancery.map((run) => {
+      const ceiling = ceilingOf(run)?.storm;
+      const { storm } = run;
       return [
-        String(r.nodes),
-        mb(empty.heapUsed),
-        mb(applied.heapUsed),
-        mb(warmed.heapUsed),
-        mb(sessions.heapUsed),
-        kb((sessions.heapUsed - warmed.heapUsed) / r.nodes),
-        kb((sessions.heapUsed - applied.heapUsed) / r.nodes),
-        kb((sessions.rss - warmed.rss) / r.nodes),
-        r.idleCpuPercent.toFixed(1),
-        Object.entries(r.states).map(([state, count]) => `${state} ${count}`).join(', '),
-        ms(r.listSessionsMs),
+        String(run.nodes),
+        run.protocol,
+        s(storm.servedAll),
+        ceiling ? s(ceiling.servedAll) : '–',
+        vs(storm.completeAll, ceiling?.completeAll),
+        `${s(storm.served.p50)} / ${s(storm.served.p99)}`,
+        s(storm.completeAll),
+        String(pushes(storm.traffic)),
+        s(storm.serverCpuMs),
+        ceiling ? s(ceiling.serverCpuMs) : '–',
+        ms(storm.loopStallMaxMs),
+        s(storm.fleetCpuMs),
       ];
     }),
   );
   printTable(
-    'Change: one more endpoint for the hub service every node calls; time from the change command to each node ACKing the new EDS version',
-    ['N', 'change', 'fan-out (ms)', 'apply (ms)', 'first ACK (ms)', 'ACK p50 (ms)', 'p99 (ms)', 'max (ms)', 'pushes', 'pushes/s', 'MB sent', 'server CPU (ms)', 'loop stall max (ms)', 'fleet CPU (ms)'],
-    results.flatMap((r) =>
-      r.changes.map((c) => [
-        String(r.nodes),
-        String(c.change),
-        ms(c.fanOutMs),
-        ms(c.applyMs),
-        ms(c.firstAckMs),
-        ms(c.ack.p50),
-        ms(c.ack.p99),
-        ms(c.ack.max),
-        String(c.pushes),
-        ms(c.pushesPerSecond),
-        c.megabytes.toFixed(1),
-        ms(c.serverCpuMs),
-        ms(c.loopStallMaxMs),
-        ms(c.fleetCpuMs),
-      ]),
+    'Memory (server, after forced GC): the N dataplanes applied → their configuration generated → N idle sessions; RSS per connected session beside the ceiling’s per connection',
+    ['N', 'protocol', 'applied (MB)', 'generated (MB)', 'sessions (MB)', 'heap/session (KB)', 'RSS/session (KB)', 'ceiling RSS/conn (KB)', 'idle CPU (%)', 'states', 'apply N (s)', 'generate N (s)'],
+    chancery.map((run) => {
+      const { applied, warmed, sessions } = run.memory;
+      const ceiling = ceilingOf(run)?.storm;
+      return [
+        String(run.nodes),
+        run.protocol,
+        (applied.heapUsed / 2 ** 20).toFixed(1),
+        (warmed.heapUsed / 2 ** 20).toFixed(1),
+        (sessions.heapUsed / 2 ** 20).toFixed(1),
+        kb((sessions.heapUsed - warmed.heapUsed) / run.nodes),
+        kb(run.storm.rssPerSession),
+        ceiling ? kb(ceiling.rssPerSession) : '–',
+        run.idleCpuPercent.toFixed(1),
+        Object.entries(run.states).map(([state, count]) => `${state} ${count}`).join(', '),
+        s(run.applyMs),
+        s(run.warmMs),
+      ];
+    }),
+  );
+  printTable(
+    'Change: one more endpoint of the service every node calls; from the write to each node ACKing the new EDS version; ceiling beside Chancery',
+    ['N', 'protocol', 'change', 'first ACK (ms)', 'ACK p50 (ms)', 'p99 (ms)', 'max (ms)', 'ceiling p99 (ms)', 'ceiling / Chancery', 'pushes', 'bytes/node', 'server CPU/node (µs)', 'ceiling CPU/node (µs)', 'loop lag p99 / stall max (ms)', 'fleet CPU (ms)'],
+    chancery.flatMap((run) =>
+      run.changes.map((change, at) => {
+        const ceiling = ceilingOf(run)?.changes[at];
+        return [
+          String(run.nodes),
+          run.protocol,
+          String(change.change),
+          ms(change.firstAckMs),
+          ms(change.ack.p50),
+          ms(change.ack.p99),
+          ms(change.ack.max),
+          ceiling ? ms(ceiling.ack.p99) : '–',
+          vs(change.ack.p99, ceiling?.ack.p99),
+          String(pushes(change.traffic)),
+          (totalBytes(change.traffic) / run.nodes).toFixed(0),
+          ((1_000 * change.serverCpuMs) / run.nodes).toFixed(0),
+          ceiling ? ((1_000 * ceiling.serverCpuMs) / run.nodes).toFixed(0) : '–',
+          `${ms(change.loopLagP99Ms)} / ${ms(change.loopStallMaxMs)}`,
+          ms(change.fleetCpuMs),
+        ];
+      }),
     ),
   );
-  const targets = results.map((r) => {
-    const worstP99 = Math.max(...r.changes.map((c) => c.ack.p99));
-    const perSession = (r.memory.sessions.heapUsed - r.memory.warmed.heapUsed) / r.nodes;
+  const bySize = [...new Set(chancery.map((run) => run.nodes))];
+  const sotwAndDelta = bySize.flatMap((nodes) => {
+    const sotw = chancery.find((run) => run.nodes === nodes && run.protocol === 'sotw');
+    const delta = chancery.find((run) => run.nodes === nodes && run.protocol === 'delta');
+    if (!sotw || !delta) return [];
+    const mean = (run: ChanceryRun, of: (change: ChangeRow) => number) => run.changes.reduce((total, change) => total + of(change), 0) / run.changes.length;
+    const sotwBytes = mean(sotw, (change) => totalBytes(change.traffic));
+    const deltaBytes = mean(delta, (change) => totalBytes(change.traffic));
     return [
-      String(r.nodes),
-      `${r.states.serving ?? 0} / ${r.nodes} ${r.states.serving === r.nodes ? 'met' : 'MISSED'}`,
-      `${ms(worstP99)} ms ${worstP99 <= 2 * SECOND ? 'met' : 'MISSED'}`,
-      `${kb(perSession)} KB ${perSession < 20 * 2 ** 10 ? 'met' : 'MISSED'}`,
+      [
+        String(nodes),
+        mb(sotwBytes),
+        mb(deltaBytes),
+        `${percent(deltaBytes / sotwBytes)} ${deltaBytes * 3 <= sotwBytes ? 'met' : 'MISSED'}`,
+        ((1_000 * mean(sotw, (change) => change.serverCpuMs)) / nodes).toFixed(0),
+        ((1_000 * mean(delta, (change) => change.serverCpuMs)) / nodes).toFixed(0),
+      ],
     ];
   });
-  printTable('Targets', ['N', 'sessions serving', 'change p99 ≤ 2 s (worst change)', 'heap/idle session < 20 KB'], targets);
+  if (sotwAndDelta.length > 0) {
+    printTable(
+      'A change over State of the World and over Delta (mean of the changes): bytes sent to the whole fleet, server CPU per node',
+      ['N', 'SotW (MB)', 'Delta (MB)', 'Delta / SotW (≤ 33 %)', 'SotW CPU/node (µs)', 'Delta CPU/node (µs)'],
+      sotwAndDelta,
+    );
+  }
+  const verdict = (value: number, target: number, text: string) => `${text} ${value <= target ? 'met' : 'MISSED'}`;
+  printTable(
+    'Targets (issue 12; the worst change of each run)',
+    ['N', 'protocol', 'all served ≤ 5 s', 'change p99 ≤ 1 s', 'CPU/node/change ≤ 60 µs', 'RSS/session ≤ 40 KB', 'storm and change ≥ 50 % of ceiling', 'loop lag p99 ≤ 50 ms'],
+    chancery.map((run) => {
+      const p99 = worst(run.changes, (change) => change.ack.p99);
+      const cpu = (1_000 * worst(run.changes, (change) => change.serverCpuMs)) / run.nodes;
+      const lag = worst(run.changes, (change) => change.loopLagP99Ms);
+      const ceiling = ceilingOf(run);
+      const ratio = ceiling ? Math.min(ceiling.storm.completeAll / run.storm.completeAll, worst(ceiling.changes, (change) => change.ack.p99) / p99) : undefined;
+      return [
+        String(run.nodes),
+        run.protocol,
+        verdict(run.storm.completeAll, 5 * SECOND, `${s(run.storm.completeAll)} s`),
+        verdict(p99, SECOND, `${ms(p99)} ms`),
+        verdict(cpu, 60, `${cpu.toFixed(0)} µs`),
+        verdict(run.storm.rssPerSession, 40 * 2 ** 10, `${kb(run.storm.rssPerSession)} KB`),
+        ratio === undefined ? '–' : `${percent(ratio)} ${ratio >= 0.5 ? 'met' : 'MISSED'}`,
+        verdict(lag, 50, `${ms(lag)} ms`),
+      ];
+    }),
+  );
   if (options.cpuProf) {
-    for (const r of results) {
-      printHot(`Server hot functions, connect storm, N=${r.nodes}`, r.connectHot);
-      const slowest = [...r.changes].sort((a, b) => b.ack.p99 - a.ack.p99)[0];
-      if (slowest) printHot(`Server hot functions, change ${slowest.change}, N=${r.nodes}`, slowest.hot);
+    for (const run of runs) {
+      printHot(`Hot functions, ${run.target}, connect storm, N=${run.nodes} ${run.protocol}`, run.storm.hot);
+      const slowest = [...run.changes].sort((a, b) => b.ack.p99 - a.ack.p99)[0];
+      if (slowest) printHot(`Hot functions, ${run.target}, change ${slowest.change}, N=${run.nodes} ${run.protocol}`, slowest.hot);
     }
   }
 }

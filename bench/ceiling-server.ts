@@ -1,0 +1,131 @@
+/**
+ * The ceiling: a bench child process running a bare grpc-js ADS server, State of the World and
+ * Delta, with no sessions, no generation and no store. It answers each subscription with
+ * response bytes encoded before the run, of the sizes Chancery sent in the same run, and ignores
+ * ACKs; a change writes one new pre-encoded EDS response to every stream that asked for EDS, in
+ * one loop. What the fleet measures against it is the most Node and grpc-js allow on this
+ * machine for the same traffic: the gap to Chancery is what Chancery's own code costs.
+ */
+import { Server, ServerCredentials, type ServerDuplexStream, type ServiceDefinition } from '@grpc/grpc-js';
+import { CLUSTER, ENDPOINT, LISTENER } from '../src/xds/type-urls.js';
+import { monotonicMs, serveCommands } from './support/child-link.js';
+import { ADS_PATHS, field, readRequestKind, type WireProtocol } from './support/discovery-wire.js';
+import { processProbes, type ProbeApi } from './support/process-probes.js';
+
+/** Bytes of one response (the message, without gRPC's 5-byte prefix), per type the fleet watches. */
+export interface ResponseSizes {
+  readonly CDS: number;
+  readonly EDS: number;
+  readonly LDS: number;
+}
+
+export type CeilingApi = ProbeApi & {
+  start: { args: { sizes: ResponseSizes }; result: { xds: string; pid: number } };
+  /** Writes a new EDS response to every stream subscribed to EDS; says when the loop began and ended. */
+  change: { args: { change: number }; result: { startedAt: number; fannedOutAt: number } };
+  stop: { args: null; result: null };
+};
+
+const TYPES = { CDS: CLUSTER, EDS: ENDPOINT, LDS: LISTENER } as const;
+
+/**
+ * A response of about `size` bytes: version, nonce and type URL where the fleet reads them, and
+ * one resource whose bytes fill the rest (the fleet skips resources unread). DiscoveryResponse
+ * and DeltaDiscoveryResponse put the version in field 1, resources in 2, the type URL in 4 and
+ * the nonce in 5, so one layout serves both.
+ */
+function response(typeUrl: string, version: string, size: number): Buffer {
+  const head = Buffer.concat([field(1, version), field(4, typeUrl), field(5, `${version}-n`)]);
+  const filler = Math.max(0, size - head.length - 8);
+  return Buffer.concat([head, field(2, Buffer.alloc(filler, 1))]);
+}
+
+class Ceiling {
+  readonly #server = new Server({ 'grpc.max_concurrent_streams': 100_000 });
+  readonly #responses: Record<string, Buffer>;
+  readonly #sizes: ResponseSizes;
+  /** Streams that asked for EDS, which a change is written to. */
+  readonly #watchingEndpoints = new Set<ServerDuplexStream<Buffer, Buffer>>();
+
+  constructor(sizes: ResponseSizes) {
+    this.#sizes = sizes;
+    this.#responses = {
+      [CLUSTER]: response(CLUSTER, 'v1', sizes.CDS),
+      [ENDPOINT]: response(ENDPOINT, 'v1', sizes.EDS),
+      [LISTENER]: response(LISTENER, 'v1', sizes.LDS),
+    };
+    const passThrough = (bytes: Buffer) => bytes;
+    const method = (protocol: WireProtocol) => ({
+      path: ADS_PATHS[protocol],
+      requestStream: true,
+      responseStream: true,
+      requestSerialize: passThrough,
+      requestDeserialize: passThrough,
+      responseSerialize: passThrough,
+      responseDeserialize: passThrough,
+    });
+    const definition = { StreamAggregatedResources: method('sotw'), DeltaAggregatedResources: method('delta') } as ServiceDefinition;
+    this.#server.addService(definition, {
+      StreamAggregatedResources: (call: ServerDuplexStream<Buffer, Buffer>) => this.#serve(call, 'sotw'),
+      DeltaAggregatedResources: (call: ServerDuplexStream<Buffer, Buffer>) => this.#serve(call, 'delta'),
+    });
+  }
+
+  listen(): Promise<string> {
+    return new Promise((resolve, reject) =>
+      this.#server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(`127.0.0.1:${port}`))),
+    );
+  }
+
+  change(change: number): { startedAt: number; fannedOutAt: number } {
+    const startedAt = monotonicMs();
+    const next = response(ENDPOINT, `v${change + 1}`, this.#sizes.EDS);
+    this.#responses[ENDPOINT] = next;
+    for (const call of this.#watchingEndpoints) call.write(next);
+    return { startedAt, fannedOutAt: monotonicMs() };
+  }
+
+  stop(): void {
+    this.#server.forceShutdown();
+  }
+
+  #serve(call: ServerDuplexStream<Buffer, Buffer>, protocol: WireProtocol): void {
+    call.on('data', (bytes: Buffer) => {
+      const { typeUrl, answering } = readRequestKind(protocol, bytes);
+      if (answering) return;
+      const answer = this.#responses[typeUrl];
+      if (answer === undefined) return;
+      if (typeUrl === ENDPOINT) this.#watchingEndpoints.add(call);
+      call.write(answer);
+    });
+    const forget = () => this.#watchingEndpoints.delete(call);
+    call.on('error', forget);
+    call.on('cancelled', forget);
+    call.on('end', () => {
+      forget();
+      call.end();
+    });
+  }
+}
+
+let ceiling: Ceiling | undefined;
+
+serveCommands<CeilingApi>({
+  ...processProbes(),
+  async start({ sizes }) {
+    for (const type of Object.keys(TYPES) as (keyof ResponseSizes)[]) {
+      if (!(sizes[type] > 0)) throw new Error(`the ceiling needs the size of Chancery's ${type} responses, got ${sizes[type]}`);
+    }
+    ceiling = new Ceiling(sizes);
+    return { xds: await ceiling.listen(), pid: process.pid };
+  },
+  change({ change }) {
+    if (!ceiling) throw new Error('the ceiling server has not been started');
+    return ceiling.change(change);
+  },
+  stop() {
+    ceiling?.stop();
+    setTimeout(() => process.exit(0), 10);
+    return null;
+  },
+});
