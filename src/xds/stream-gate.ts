@@ -3,6 +3,9 @@ import { expiredRefusal, type Admission, type Refusal, type StreamAdmission, typ
 import type { EndStatus } from './stream-writer.js';
 import type { Protocol, StreamRequest } from './xds-request.js';
 
+/** The longest delay Node's `setTimeout` keeps; past it, the timer fires after 1 ms. */
+const MAX_TIMER_DELAY = 2 ** 31 - 1;
+
 export type TypedRequest = StreamRequest & { readonly typeUrl: TypeUrl };
 
 /** The part of XState's clock expiry timers use, so a `SimulatedClock` can drive them. */
@@ -117,12 +120,24 @@ export class StreamGate {
     const refusal = this.#options.admission.recheck(node, authentication);
     if (refusal !== undefined) return this.#refuse(node, refusal);
     this.#phase = { kind: 'admitted', node, authentication };
-    if (authentication.by !== 'none') {
-      const { clock, now } = this.#options;
-      this.#expiry = clock.setTimeout(() => this.#refuse(node, expiredRefusal(authentication.expiresAt)), Math.max(0, authentication.expiresAt - now()));
-    }
+    if (authentication.by !== 'none') this.#armExpiry(node, authentication.expiresAt);
     this.#options.outcomes.admitted(node, authentication, first);
     for (const later of waiting) this.receive(later);
+  }
+
+  /**
+   * Ends the stream at `expiresAt`. Node fires a timer at once when its delay is past 2^31−1 ms
+   * (about 24.8 days), so a later expiry is waited for in steps of at most that, each re-armed
+   * on the clock until the real expiry is within reach.
+   */
+  #armExpiry(node: string, expiresAt: number): void {
+    if (this.#phase.kind === 'shut') return;
+    const { clock, now } = this.#options;
+    const remaining = expiresAt - now();
+    this.#expiry =
+      remaining > MAX_TIMER_DELAY
+        ? clock.setTimeout(() => this.#armExpiry(node, expiresAt), MAX_TIMER_DELAY)
+        : clock.setTimeout(() => this.#refuse(node, expiredRefusal(expiresAt)), Math.max(0, remaining));
   }
 
   #forward(node: string, request: TypedRequest): void {
