@@ -62,7 +62,10 @@ export function envoyBootstrap(dataplane: Valid<Dataplane>, options: EnvoyBootst
         {
           name: XDS_CLUSTER,
           // A hostname (a balancer's DNS name) is resolved and followed; an address is used as is.
-          type: isIP(host) === 0 ? 'STRICT_DNS' : 'STATIC',
+          // Envoy's default family (AUTO) keeps only the IPv6 answers when there are any, so
+          // `localhost` was ::1 while Chancery listens on IPv4 (0.0.0.0 by default); V4_PREFERRED
+          // takes IPv4 answers first, and IPv6 for a name that has no IPv4 address.
+          ...(isIP(host) === 0 ? { type: 'STRICT_DNS', dns_lookup_family: 'V4_PREFERRED' } : { type: 'STATIC' }),
           connect_timeout: '1s',
           typed_extension_protocol_options: {
             'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {

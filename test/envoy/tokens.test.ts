@@ -42,9 +42,10 @@ afterAll(async () => {
 });
 
 /** `chancery bootstrap envoy` for secure.web, as a user runs it: the token from a file, TLS to Chancery. */
-async function bootstrap(token: string | undefined, mode: 'sotw' | 'delta' = 'sotw'): Promise<string> {
+async function bootstrap(token: string | undefined, mode: 'sotw' | 'delta' = 'sotw', xds?: string): Promise<string> {
   const argv = ['bootstrap', 'envoy', '--node', 'secure.web', '--admin-port', '0', '--xds-ca-file', tls.ca, '--api-address', harness.api];
   if (mode === 'delta') argv.push('--delta');
+  if (xds !== undefined) argv.push('--xds', xds);
   if (token !== undefined) {
     const file = path.join(dir, `token-${Math.random().toString(36).slice(2, 8)}`);
     writeFileSync(file, `${token}\n`);
@@ -69,6 +70,17 @@ describe.each(XDS_MODES)('a real Envoy with its dataplane token, over TLS, speak
     expect(session?.stream?.protocol).toBe(mode);
     expect(session?.stream?.authentication.by).toBe('token');
     expect(await envoy.stat('control_plane.connected_state')).toBe(1);
+  });
+});
+
+describe('a real Envoy dialling Chancery by name', () => {
+  it('reaches Chancery listening on 127.0.0.1 at localhost:<port>, the name its certificate gives, and is served', async () => {
+    // Envoy resolves localhost to ::1 alone unless told to prefer IPv4 (dns_lookup_family).
+    const port = harness.xds.slice(harness.xds.lastIndexOf(':') + 1);
+    const envoy = await EnvoyProcess.start('web', await bootstrap(await token('web'), 'sotw', `localhost:${port}`));
+    await envoy.waitFor('its inbound listener', async () => (await envoy.configDump()).listeners.length > 0);
+    expect(harness.cp.session('secure.web')?.stream?.authentication.by).toBe('token');
+    expect(await envoy.stat('cluster.chancery-xds.upstream_cx_connect_fail')).toBe(0);
   });
 });
 
