@@ -7,6 +7,7 @@
  * machine for the same traffic: the gap to Chancery is what Chancery's own code costs.
  */
 import { Server, ServerCredentials, type ServerDuplexStream, type ServiceDefinition } from '@grpc/grpc-js';
+import { listenForGrpc, type GrpcListener } from '../src/xds/grpc-listener.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../src/xds/type-urls.js';
 import { monotonicMs, serveCommands } from './support/child-link.js';
 import { ADS_PATHS, field, readRequestKind, type WireProtocol } from './support/discovery-wire.js';
@@ -46,6 +47,7 @@ class Ceiling {
   readonly #sizes: ResponseSizes;
   /** Streams that asked for EDS, which a change is written to. */
   readonly #watchingEndpoints = new Set<ServerDuplexStream<Buffer, Buffer>>();
+  #listener: GrpcListener | undefined;
 
   constructor(sizes: ResponseSizes) {
     this.#sizes = sizes;
@@ -71,10 +73,10 @@ class Ceiling {
     });
   }
 
-  listen(): Promise<string> {
-    return new Promise((resolve, reject) =>
-      this.#server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(`127.0.0.1:${port}`))),
-    );
+  /** Listens as Chancery does (src/xds/grpc-listener.ts), so both are measured with the same accept queue. */
+  async listen(): Promise<string> {
+    this.#listener = await listenForGrpc(this.#server, '127.0.0.1:0', ServerCredentials.createInsecure());
+    return this.#listener.address;
   }
 
   change(change: number): { startedAt: number; fannedOutAt: number } {
@@ -86,6 +88,7 @@ class Ceiling {
   }
 
   stop(): void {
+    this.#listener?.close();
     this.#server.forceShutdown();
   }
 

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { answerClientStatus, UnsupportedNodeMatcherError, type ClientStatusSource } from './client-status.js';
 import { excerpt } from '../excerpt.js';
 import { ConnectionStreams } from './connection-streams.js';
+import { listenForGrpc, type GrpcListener } from './grpc-listener.js';
 import { ADS_SERVICE, CSDS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from './grpc-services.js';
 import { malformedRequest, refuseRequest, type XdsLimits } from './request-limits.js';
 import { RequestRate } from './request-rate.js';
@@ -85,6 +86,7 @@ export class XdsServer {
   /** The gate of every open stream. */
   readonly #gates = new Set<StreamGate>();
   readonly #connections: ConnectionStreams;
+  readonly #listeners: GrpcListener[] = [];
   #streams = 0;
   #draining = false;
 
@@ -140,13 +142,10 @@ export class XdsServer {
   }
 
   /** Binds `host:port` (port 0 lets the OS choose), over TLS when given credentials, and resolves with the bound address. */
-  listen(address: string, credentials = ServerCredentials.createInsecure()): Promise<string> {
-    return new Promise((resolve, reject) => {
-      this.#server.bindAsync(address, credentials, (error, port) => {
-        if (error) reject(error);
-        else resolve(`${address.slice(0, address.lastIndexOf(':'))}:${port}`);
-      });
-    });
+  async listen(address: string, credentials = ServerCredentials.createInsecure()): Promise<string> {
+    const listener = await listenForGrpc(this.#server, address, credentials);
+    this.#listeners.push(listener);
+    return listener.address;
   }
 
   /**
@@ -164,6 +163,7 @@ export class XdsServer {
    */
   drain(): void {
     this.#draining = true;
+    this.#stopAccepting();
     this.#server.tryShutdown(() => {});
   }
 
@@ -172,6 +172,7 @@ export class XdsServer {
    * the calls to finish, forcing after `timeoutMs`.
    */
   close(timeoutMs = 5_000): Promise<void> {
+    this.#stopAccepting();
     for (const writer of this.#open) writer.end({ code: RECONNECT, message: 'control plane shutting down; reconnect to another instance' });
     return new Promise((resolve) => {
       const force = setTimeout(() => {
@@ -183,6 +184,10 @@ export class XdsServer {
         resolve();
       });
     });
+  }
+
+  #stopAccepting(): void {
+    for (const listener of this.#listeners.splice(0)) listener.close();
   }
 
   #serve(call: ServerDuplexStream<WireRequest, Uint8Array>, protocol: Protocol): void {
