@@ -15,6 +15,7 @@ import { backendDataplane, startHarness, type Harness } from '../support/harness
 /** Session timers and token expiry share one simulated clock, and the epoch ms it stands for. */
 const START = Date.parse('2026-12-03T12:00:00.000Z');
 const NODE = 'secure.backend-1';
+const PROTOCOLS = ['sotw', 'delta'] as const;
 
 let harness: Harness;
 let clock: SimulatedClock;
@@ -46,6 +47,13 @@ async function token(name: string, options: { mesh?: string; ttl?: number; at?: 
 }
 
 const bearer = (value: string) => ({ authorization: `Bearer ${value}` });
+
+/** The refused streams as `GET /sessions` lists them beside the sessions. */
+async function refusedStreams(): Promise<{ total: number; recent: Array<Record<string, unknown>> }> {
+  const response = await fetch(`http://${harness.api}/sessions`);
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { refused: { total: number; recent: Array<Record<string, unknown>> } }).refused;
+}
 
 /** A JWT with one part replaced, base64url-encoded as the rest. */
 function withPart(jwt: string, index: 0 | 1 | 2, replace: (decoded: string) => string): string {
@@ -83,37 +91,57 @@ describe('a mesh requiring tokens (dataplaneAuth: token, what a new mesh is)', (
     expect(end.code).toBe(status.UNAUTHENTICATED);
   });
 
-  it.each([
-    ['no token', async () => ({}), status.UNAUTHENTICATED, 'token-missing', /mesh "secure" requires a dataplane token/],
-    ['a scheme other than Bearer', async () => ({ authorization: `Basic ${await token('backend-1')}` }), status.UNAUTHENTICATED, 'token-malformed', /must be "Bearer <token>"/],
-    ['a bearer that is not a JWT', async () => bearer('not-a-jwt'), status.UNAUTHENTICATED, 'token-malformed', /not a JWT/],
-    ['a token for another node', async () => bearer(await token('backend-2')), status.PERMISSION_DENIED, 'wrong-node', /for node secure\.backend-2, but the stream's node is secure\.backend-1/],
-    ['a token that expired', async () => bearer(await token('backend-1', { ttl: 60_000, at: START - 120_000 })), status.UNAUTHENTICATED, 'token-expired', /expired at 2026-12-03T11:59:00\.000Z/],
-    [
-      'a token whose subject was changed after signing',
-      async () => bearer(withPart(await token('backend-2'), 1, (claims) => claims.replace('secure.backend-2', 'secure.backend-1'))),
-      status.UNAUTHENTICATED,
-      'token-invalid',
-      /does not verify with its key/,
-    ],
-    ['a token whose signature was altered', async () => bearer(withPart(await token('backend-1'), 2, (signature) => `x${signature.slice(1)}`)), status.UNAUTHENTICATED, 'token-invalid', /does not verify/],
-    [
-      'a token naming a key the mesh does not have',
-      async () => bearer(withPart(await token('backend-1'), 0, (header) => header.replace(/"kid":"[0-9a-f]+"/, '"kid":"0000"'))),
-      status.UNAUTHENTICATED,
-      'key-unknown',
-      /key "0000" is not one of mesh "secure"'s/,
-    ],
-    ['an unsigned token (alg none)', async () => bearer(withPart(await token('backend-1'), 0, (header) => header.replace('RS256', 'none'))), status.UNAUTHENTICATED, 'token-malformed', /RS256/],
-  ] as const)('refuses %s before sending anything, and records why', async (_case, credentials, code, reason, message) => {
-    const given = await credentials();
-    const before = harness.cp.refusals().total;
-    const end = await refused(given);
-    expect(end.code).toBe(code);
-    expect(end.details).toMatch(message);
-    expect(harness.cp.refusals().total).toBe(before + 1);
-    expect(harness.cp.refusals().recent[0]).toMatchObject({ node: NODE, code: code === status.UNAUTHENTICATED ? 'UNAUTHENTICATED' : 'PERMISSION_DENIED', reason, protocol: 'sotw' });
-    expect(await harness.cp.metrics.text()).toContain(`chancery_xds_stream_refusals_total{reason="${reason}"} 1`);
+  describe.each(PROTOCOLS)('over %s', (protocol) => {
+    it.each([
+      ['no token', async () => ({}), status.UNAUTHENTICATED, 'token-missing', /mesh "secure" requires a dataplane token/],
+      ['a scheme other than Bearer', async () => ({ authorization: `Basic ${await token('backend-1')}` }), status.UNAUTHENTICATED, 'token-malformed', /must be "Bearer <token>"/],
+      ['a bearer that is not a JWT', async () => bearer('not-a-jwt'), status.UNAUTHENTICATED, 'token-malformed', /not a JWT/],
+      ['a token for another node', async () => bearer(await token('backend-2')), status.PERMISSION_DENIED, 'wrong-node', /for node secure\.backend-2, but the stream's node is secure\.backend-1/],
+      ['a token that expired', async () => bearer(await token('backend-1', { ttl: 60_000, at: START - 120_000 })), status.UNAUTHENTICATED, 'token-expired', /expired at 2026-12-03T11:59:00\.000Z/],
+      [
+        'a token whose subject was changed after signing',
+        async () => bearer(withPart(await token('backend-2'), 1, (claims) => claims.replace('secure.backend-2', 'secure.backend-1'))),
+        status.UNAUTHENTICATED,
+        'token-invalid',
+        /does not verify with its key/,
+      ],
+      ['a token whose signature was altered', async () => bearer(withPart(await token('backend-1'), 2, (signature) => `x${signature.slice(1)}`)), status.UNAUTHENTICATED, 'token-invalid', /does not verify/],
+      [
+        'a token naming a key the mesh does not have',
+        async () => bearer(withPart(await token('backend-1'), 0, (header) => header.replace(/"kid":"[0-9a-f]+"/, '"kid":"0000"'))),
+        status.UNAUTHENTICATED,
+        'key-unknown',
+        /key "0000" is not one of mesh "secure"'s/,
+      ],
+      ['an unsigned token (alg none)', async () => bearer(withPart(await token('backend-1'), 0, (header) => header.replace('RS256', 'none'))), status.UNAUTHENTICATED, 'token-malformed', /RS256/],
+    ] as const)('refuses %s before sending anything, and records why where GET /sessions and /metrics show it', async (_case, credentials, code, reason, message) => {
+      const given = await credentials();
+      const before = await refusedStreams();
+      const end = await refused(given, NODE, protocol);
+      expect(end.code).toBe(code);
+      expect(end.details).toMatch(message);
+      const after = await refusedStreams();
+      expect(after.total).toBe(before.total + 1);
+      expect(after.recent[0]).toMatchObject({
+        node: NODE,
+        code: code === status.UNAUTHENTICATED ? 'UNAUTHENTICATED' : 'PERMISSION_DENIED',
+        reason,
+        message: expect.stringMatching(message),
+        protocol,
+        peer: expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+      });
+      expect(await harness.cp.metrics.text()).toContain(`chancery_xds_stream_refusals_total{reason="${reason}"} 1`);
+    });
+  });
+
+  it('counts every refused stream in GET /sessions and lists the last 20 of them, newest first', async () => {
+    // Alternating protocols mark the order: the clock stands still, so every refusal has the same time.
+    const protocolOf = (index: number) => PROTOCOLS[index % 2]!;
+    for (let index = 0; index < 23; index++) await refused({}, NODE, protocolOf(index));
+    const listed = await refusedStreams();
+    expect(listed.total).toBe(23);
+    expect(listed.recent.map((refusal) => refusal['protocol'])).toEqual(Array.from({ length: 20 }, (_, index) => protocolOf(22 - index)));
+    expect(listed.recent.every((refusal) => refusal['node'] === NODE && refusal['reason'] === 'token-missing')).toBe(true);
   });
 
   it('refuses a token signed by a removed key: removing a key revokes what it signed', async () => {
@@ -137,21 +165,22 @@ describe('a mesh requiring tokens (dataplaneAuth: token, what a new mesh is)', (
     }
   });
 
-  it('ends a stream that names another node on a later request, and serves that node nothing', async () => {
-    const stream = AdsStream.open(harness.xds, bearer(await token('backend-1')));
-    streams.push(stream);
+  it.each(PROTOCOLS)('ends a %s stream that names another node on a later request, and serves that node nothing', async (protocol) => {
+    const stream = open(bearer(await token('backend-1')), protocol);
     stream.send({ typeUrl: CLUSTER, nodeId: NODE });
     const clusters = await stream.nextResponse();
-    stream.send({ typeUrl: CLUSTER, nodeId: 'secure.backend-2', versionInfo: clusters.versionInfo, responseNonce: clusters.nonce });
+    // An ACK of the first response, naming another node: the request that must not pass.
+    stream.send({ typeUrl: CLUSTER, nodeId: 'secure.backend-2', responseNonce: clusters.nonce, ...('versionInfo' in clusters && { versionInfo: clusters.versionInfo }) });
     const end = await stream.ending();
     expect(end.code).toBe(status.PERMISSION_DENIED);
     expect(end.details).toMatch(/node id cannot change on a stream: it opened as secure\.backend-1, then sent secure\.backend-2/);
     expect(stream.responses).toHaveLength(1);
     expect(harness.cp.session('secure.backend-2')).toBeUndefined();
+    expect(harness.cp.refusals().recent[0]).toMatchObject({ node: NODE, reason: 'node-changed', protocol });
   });
 
-  it('ends an open stream with UNAUTHENTICATED when its token expires, so the client reconnects with a fresh one', async () => {
-    const stream = open(bearer(await token('backend-1', { ttl: 60_000 })));
+  it.each(PROTOCOLS)('ends an open %s stream with UNAUTHENTICATED when its token expires, so the client reconnects with a fresh one', async (protocol) => {
+    const stream = open(bearer(await token('backend-1', { ttl: 60_000 })), protocol);
     stream.send({ typeUrl: CLUSTER, nodeId: NODE });
     await stream.nextResponse();
     clock.increment(59_999);
@@ -160,7 +189,9 @@ describe('a mesh requiring tokens (dataplaneAuth: token, what a new mesh is)', (
     const end = await stream.ending();
     expect(end.code).toBe(status.UNAUTHENTICATED);
     expect(end.details).toMatch(/the token expired at 2026-12-03T12:01:00\.000Z; reconnect with a fresh one/);
+    expect(stream.responses).toHaveLength(1);
     expect(harness.cp.session(NODE)?.state).toBe('disconnected');
+    expect(harness.cp.refusals().recent[0]).toMatchObject({ node: NODE, reason: 'token-expired', protocol });
   });
 
   it('ends open streams at once when the key that signed their tokens is removed', async () => {
