@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiToken } from '../../src/identity/index.js';
+import { asSeq } from '../../src/store/index.js';
+import { CLUSTER } from '../../src/xds/type-urls.js';
+import { AdsStream } from '../support/ads-client.js';
 import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
 
 /**
@@ -15,7 +18,7 @@ beforeAll(async () => {
   harness = await startHarness({ apiAuth: 'token' });
   const now = Date.now();
   tokens.admin = (await issueApiToken(harness.cp.store, { name: 'ops', role: 'admin', now })).token;
-  tokens.writer = (await issueApiToken(harness.cp.store, { name: 'ci', role: 'writer', meshes: ['payments'], now })).token;
+  tokens.writer = (await issueApiToken(harness.cp.store, { name: 'ci', role: 'writer', meshes: ['payments', 'gone-writer'], now })).token;
   tokens.reader = (await issueApiToken(harness.cp.store, { name: 'dashboard', role: 'reader', now })).token;
   await harness.cp.apply({ type: 'Mesh', name: 'payments' });
   await harness.cp.apply(backendDataplane('backend-1', 10001, 'backend', 'payments'));
@@ -30,7 +33,8 @@ async function call(method: string, path: string, options: { token?: string; aut
     ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
   });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, body: text === '' ? undefined : (JSON.parse(text) as Record<string, unknown>) };
+  const json = response.headers.get('content-type')?.startsWith('application/json') === true;
+  return { status: response.status, headers: response.headers, body: text === '' || !json ? undefined : (JSON.parse(text) as Record<string, unknown>) };
 }
 
 /** Every event of the log, read as the admin. */
@@ -41,48 +45,142 @@ async function events(): Promise<Array<{ type: string; name: string; by: { calle
 const dataplane = (mesh: string, name: string) => backendDataplane(name, 10002, 'backend', mesh);
 
 describe('who may call what', () => {
-  // [method, path, body, status for admin, writer (of payments), reader]
+  /** Every caller the matrix runs as: the three roles, no token at all, and an admin's token that expired. */
+  const CALLERS = ['admin', 'writer', 'reader', 'anonymous', 'expired'] as const;
+  type Caller = (typeof CALLERS)[number];
+  /** The name each caller's writes must be authored by. */
+  const NAMES = { admin: 'ops', writer: 'ci', reader: 'dashboard' } as const;
+
+  /**
+   * One row per kind of endpoint: method, path and body (`%s` is the caller, `{…}` a key made for
+   * it in `beforeAll`), and the status for an admin, a writer of payments (and of gone-writer),
+   * and a reader. Without a valid token every one is 401. A 404 shows the role was let through to
+   * a thing that does not exist; it writes nothing either.
+   */
   const CALLS: ReadonlyArray<readonly [string, string, unknown, number, number, number]> = [
+    // Reads: every role.
     ['GET', '/meshes', undefined, 200, 200, 200],
+    ['GET', '/meshes/payments', undefined, 200, 200, 200],
+    ['GET', '/meshes/payments/dataplanes', undefined, 200, 200, 200],
+    ['GET', '/meshes/default/dataplanes', undefined, 200, 200, 200],
     ['GET', '/meshes/payments/dataplanes/backend-1', undefined, 200, 200, 200],
-    ['GET', '/sessions', undefined, 200, 200, 200],
+    ['GET', '/meshes/payments/history', undefined, 200, 200, 200],
+    ['GET', '/meshes/payments/dataplanes/backend-1/history', undefined, 200, 200, 200],
+    ['GET', '/meshes/payments/dataplanes/backend-1/bootstrap?format=envoy', undefined, 200, 200, 200],
+    ['GET', '/meshes/payments/dataplanes/backend-1/bootstrap?format=grpc', undefined, 200, 200, 200],
+    ['GET', '/meshes/payments/service-account-keys', undefined, 200, 200, 200],
     ['GET', '/events', undefined, 200, 200, 200],
+    ['GET', '/sessions', undefined, 200, 200, 200],
+    ['GET', '/sessions?scope=fleet', undefined, 200, 200, 200],
+    ['GET', '/sessions/default.viewer', undefined, 200, 200, 200],
+    ['GET', '/sessions/default.viewer/xds', undefined, 200, 200, 200],
+    ['GET', '/sessions/default.viewer/history', undefined, 200, 200, 200],
+    ['GET', '/sessions/events', undefined, 200, 200, 200],
     ['GET', '/statechart', undefined, 200, 200, 200],
+    ['GET', '/instances', undefined, 200, 200, 200],
+    // Reads of what only an admin manages.
     ['GET', '/meshes/payments/signing-keys', undefined, 200, 403, 403],
     ['GET', '/api-tokens', undefined, 200, 403, 403],
+    // Meshes.
+    ['PUT', '/meshes/payments', { type: 'Mesh', name: 'payments' }, 200, 200, 403],
+    ['PUT', '/meshes/other-%s', { type: 'Mesh', name: 'other-%s' }, 201, 403, 403],
+    ['DELETE', '/meshes/gone-%s', undefined, 204, 204, 403],
+    ['DELETE', '/meshes/absent', undefined, 404, 403, 403],
+    // Dataplanes, in the writer's mesh and in another.
     ['PUT', '/meshes/payments/dataplanes/web-%s', dataplane('payments', 'web-%s'), 201, 201, 403],
     ['PUT', '/meshes/default/dataplanes/web-%s', dataplane('default', 'web-%s'), 201, 403, 403],
-    ['PUT', '/meshes/other-%s', { type: 'Mesh', name: 'other-%s' }, 201, 403, 403],
+    ['PUT', '/meshes/payments/dataplanes/sneak-%s', dataplane('default', 'sneak-%s'), 400, 400, 403],
+    ['DELETE', '/meshes/payments/dataplanes/web-%s', undefined, 204, 204, 403],
+    ['DELETE', '/meshes/default/dataplanes/web-%s', undefined, 204, 403, 403],
+    // Dataplane tokens and service accounts.
     ['POST', '/meshes/payments/dataplanes/backend-1/token', {}, 201, 201, 403],
     ['POST', '/meshes/default/dataplanes/backend-1/token', {}, 201, 403, 403],
     ['POST', '/meshes/payments/dataplanes/backend-1/service-account', {}, 201, 201, 403],
+    ['POST', '/meshes/default/dataplanes/viewer/service-account', {}, 201, 403, 403],
+    ['DELETE', '/meshes/payments/service-account-keys/{payments-account}', undefined, 204, 204, 403],
+    ['DELETE', '/meshes/default/service-account-keys/{default-account}', undefined, 204, 403, 403],
+    // Signing keys and API tokens: an admin's alone.
     ['POST', '/meshes/payments/signing-keys', {}, 201, 403, 403],
+    ['DELETE', '/meshes/payments/signing-keys/{signing-key}', undefined, 204, 403, 403],
     ['POST', '/api-tokens', { name: 'made-by-%s', role: 'reader' }, 201, 403, 403],
-    ['DELETE', '/meshes/payments/dataplanes/web-%s', undefined, 204, 204, 403],
+    ['DELETE', '/api-tokens/doomed-%s', undefined, 204, 403, 403],
   ];
-  const expected = (row: (typeof CALLS)[number], role: 'admin' | 'writer' | 'reader') => row[role === 'admin' ? 3 : role === 'writer' ? 4 : 5];
+  /** Open to anyone, with a token or without. */
+  const OPEN = ['/healthz', '/readyz', '/metrics', '/ui', '/ui/app.js'];
 
-  it.each(['admin', 'writer', 'reader'] as const)('lets a %s make exactly the calls its role allows, and a refused call changes nothing', async (role) => {
-    for (const row of CALLS) {
-      const [method, template, body] = row;
-      const fill = <T>(value: T): T => JSON.parse(JSON.stringify(value ?? null).replaceAll('%s', role)) ?? undefined;
-      const before = (await events()).length;
-      const answer = await call(method, template.replaceAll('%s', role), { token: tokens[role], ...(body !== undefined && { body: fill(body) }) });
-      expect(answer.status, `${role} ${method} ${template}: ${JSON.stringify(answer.body)}`).toBe(expected(row, role));
-      if (answer.status === 403) {
-        expect(answer.body).toMatchObject({ code: 'CHANCERY_API_FORBIDDEN' });
-        expect((await events()).length).toBe(before);
-      }
+  /** Per caller: the service-account keys and the signing key its DELETE rows remove. */
+  const made: Record<Caller, Record<string, string>> = { admin: {}, writer: {}, reader: {}, anonymous: {}, expired: {} };
+  let expired = '';
+  let viewer: AdsStream;
+
+  beforeAll(async () => {
+    expired = (await issueApiToken(harness.cp.store, { name: 'lapsed', role: 'admin', ttl: 1_000, now: Date.now() - 60_000 })).token;
+    await harness.cp.apply(backendDataplane('viewer', 10003));
+    // A live session, for the /sessions/{node} routes.
+    viewer = AdsStream.open(harness.xds);
+    viewer.send({ typeUrl: CLUSTER, nodeId: 'default.viewer' });
+    await viewer.nextResponse();
+    for (const caller of CALLERS) {
+      await harness.cp.apply({ type: 'Mesh', name: `gone-${caller}` });
+      await issueApiToken(harness.cp.store, { name: `doomed-${caller}`, role: 'reader', now: Date.now() });
+      const account = async (mesh: string, name: string) => ((await call('POST', `/meshes/${mesh}/dataplanes/${name}/service-account`, { token: tokens.admin, body: {} })).body!['private_key_id'] as string);
+      made[caller]['payments-account'] = await account('payments', 'backend-1');
+      made[caller]['default-account'] = await account('default', 'viewer');
+      made[caller]['signing-key'] = (await call('POST', '/meshes/payments/signing-keys', { token: tokens.admin, body: {} })).body!['kid'] as string;
     }
   });
+  afterAll(() => viewer.close());
 
-  it('records the caller of every write as the author of its event', async () => {
-    await call('PUT', '/meshes/payments/dataplanes/authored', { token: tokens.writer, body: dataplane('payments', 'authored') });
-    await call('POST', '/meshes/payments/dataplanes/authored/token', { token: tokens.admin, body: {} });
-    const written = await events();
-    expect(written.find((event) => event.type === 'Dataplane' && event.name === 'authored')?.by.caller).toBe('ci');
-    // The first token of a mesh brings its first signing key; each write by whoever made it.
-    for (const event of written.filter((listed) => listed.by.caller !== undefined)) expect(['ops', 'ci', 'dashboard']).toContain(event.by.caller);
+  const tokenOf = (caller: Caller): string | undefined => (caller === 'anonymous' ? undefined : caller === 'expired' ? expired : tokens[caller]);
+  const expected = (row: (typeof CALLS)[number], caller: Caller) => (caller === 'anonymous' || caller === 'expired' ? 401 : row[caller === 'admin' ? 3 : caller === 'writer' ? 4 : 5]);
+  const fill = (text: string, caller: Caller) => text.replaceAll('%s', caller).replace(/\{([a-z-]+)\}/g, (_, key: string) => made[caller][key]!);
+  const storedEvents = () => harness.cp.store.readEvents(asSeq(0), 1_000_000);
+
+  it.each(CALLERS)('lets the %s make exactly the calls it may; a refused call stores nothing, and each write is authored by its caller', async (caller) => {
+    const token = tokenOf(caller);
+    for (const row of CALLS) {
+      const [method, template, body] = row;
+      const path = fill(template, caller);
+      const before = (await storedEvents()).length;
+      const answer = path === '/sessions/events' ? await openFeed(token) : await call(method, path, { ...(token !== undefined && { token }), ...(body !== undefined && { body: JSON.parse(fill(JSON.stringify(body), caller)) }) });
+      const status = expected(row, caller);
+      expect(answer.status, `${caller} ${method} ${path}: ${JSON.stringify(answer.body)}`).toBe(status);
+      const written = (await storedEvents()).slice(before);
+      if (status === 401) expect(answer.body).toMatchObject({ code: 'CHANCERY_API_UNAUTHENTICATED' });
+      if (status === 403) expect(answer.body).toMatchObject({ code: 'CHANCERY_API_FORBIDDEN' });
+      if (method === 'GET' || status >= 400) {
+        expect(written, `${caller} ${method} ${path} stored something`).toEqual([]);
+      } else {
+        // Issuing a token writes only when it makes the mesh's first signing key.
+        if (!path.endsWith('/token')) expect(written.length, `${caller} ${method} ${path} stored nothing`).toBeGreaterThan(0);
+        for (const event of written) expect(event.by.caller, `${caller} ${method} ${path}`).toBe(NAMES[caller as keyof typeof NAMES]);
+      }
+    }
+    for (const path of OPEN) expect((await fetch(`http://${harness.api}${path}`, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } })).status, `${caller} ${path}`).toBe(200);
+  });
+
+  it("records each caller as the author of its own writes, in a resource's history", async () => {
+    const path = '/meshes/payments/dataplanes/authored';
+    expect((await call('PUT', path, { token: tokens.writer, body: dataplane('payments', 'authored') })).status).toBe(201);
+    expect((await call('PUT', path, { token: tokens.admin, body: backendDataplane('authored', 10004, 'backend', 'payments') })).status).toBe(200);
+    expect((await call('DELETE', path, { token: tokens.writer })).status).toBe(204);
+    const { items } = (await call('GET', `${path}/history`, { token: tokens.reader })).body as { items: Array<{ kind: string; version: number; by: { caller?: string } }> };
+    expect(items.map((event) => [event.kind, event.by.caller])).toEqual([
+      ['upserted', NAMES.writer],
+      ['upserted', 'ops'],
+      ['deleted', NAMES.writer],
+    ]);
+    const [first, second] = items;
+    expect([first?.version, second?.version]).toEqual([1, 2]);
+  });
+
+  it("records the writer who issued a mesh's first dataplane token as the author of the signing key it made", async () => {
+    expect((await call('PUT', '/meshes/keyless', { token: tokens.admin, body: { type: 'Mesh', name: 'keyless' } })).status).toBe(201);
+    const writer = (await issueApiToken(harness.cp.store, { name: 'keyless-ci', role: 'writer', meshes: ['keyless'], now: Date.now() })).token;
+    const before = (await storedEvents()).length;
+    expect((await call('POST', '/meshes/keyless/dataplanes/app/token', { token: writer, body: {} })).status).toBe(201);
+    const written = (await storedEvents()).slice(before);
+    expect(written.map((event) => [event.key.type, event.by.caller])).toEqual([['SigningKey', 'keyless-ci']]);
   });
 
   it('never shows a private key or a token hash, in lists or in the event log', async () => {
@@ -92,6 +190,15 @@ describe('who may call what', () => {
     expect(shown).toContain('PUBLIC KEY');
   });
 });
+
+/** Opens the live feed (server-sent events, which never ends) and answers its status, then closes it. */
+async function openFeed(token: string | undefined): Promise<{ status: number; body: Record<string, unknown> | undefined }> {
+  const controller = new AbortController();
+  const response = await fetch(`http://${harness.api}/sessions/events`, { signal: controller.signal, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+  const body = response.headers.get('content-type')?.startsWith('application/json') ? ((await response.json()) as Record<string, unknown>) : undefined;
+  controller.abort();
+  return { status: response.status, body };
+}
 
 describe('who is refused', () => {
   it.each([
