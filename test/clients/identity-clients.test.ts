@@ -65,8 +65,12 @@ function start(kind: ClientKind, env: ClientEnvironment, deadlineMs = RPC_DEADLI
 
 const pushes = (harness: Harness) => responsesWritten(harness.cp);
 
-/** Runs a client that must be refused: waits for the refusal, then checks it got no session (no new stream) and was sent nothing. */
-async function expectRefused(harness: Harness, kind: ClientKind, node: string, env: ClientEnvironment, reason: string) {
+/**
+ * Runs a client that must be refused: waits for the refusal, and for the client's own trace to
+ * show its ADS stream ended with `code`; then checks it got no session (no new stream), Chancery
+ * sent nothing, and the client, by its own account, received nothing on any stream.
+ */
+async function expectRefused(harness: Harness, kind: ClientKind, node: string, env: ClientEnvironment, reason: string, code: 'UNAUTHENTICATED' | 'PERMISSION_DENIED') {
   const before = await pushes(harness);
   const stream = harness.cp.session(node)?.stream?.id;
   const client = start(kind, env);
@@ -74,16 +78,27 @@ async function expectRefused(harness: Harness, kind: ClientKind, node: string, e
     attempts: 400,
     every: 50,
   });
+  await eventually(`${kind}'s own trace of its ADS stream ending`, () => client.xds().streamEnds.length > 0, { attempts: 200, every: 50 });
   client.kill();
+  const refusals = harness.cp.refusals().recent.filter((refused) => refused.node === node);
+  const seen = client.xds();
+  // Each end the client saw is one of Chancery's refusals of it: that status, that reason.
+  for (const end of seen.streamEnds) {
+    expect(end.code).toBe(code);
+    expect(refusals.some((refused) => end.details.includes(refused.message)), `${end.details} is none of ${JSON.stringify(refusals)}`).toBe(true);
+  }
+  expect(seen.responses).toBe(0);
   expect(harness.cp.session(node)?.stream?.id).toBe(stream);
   expect(await pushes(harness)).toBe(before);
-  return harness.cp.refusals().recent.find((refused) => refused.node === node)!;
+  return refusals[0]!;
 }
 
 describe.each(CLIENTS)('the unchanged %s client on a mesh requiring tokens', { timeout: 60_000 }, (kind) => {
   it('is served over TLS with the service account chancery bootstrap grpc --credentials-out made for it', async () => {
     const client = start(kind, (await credentialsFor(kind)) as unknown as ClientEnvironment);
     expect(await client.outcome).toEqual({ servedBy: 'backend-1' });
+    // The trace the refused cases read shows what this client received: LDS, RDS, CDS and EDS at least.
+    expect(client.xds().responses).toBeGreaterThanOrEqual(4);
     const [key] = secure.cp.store.list('ServiceAccountKey', 'secure').filter((stored) => stored.resource.dataplane === kind);
     expect(secure.cp.session(`secure.${kind}`)?.stream?.authentication).toMatchObject({ by: 'service-account', key: key?.resource.name });
   });
@@ -91,7 +106,7 @@ describe.each(CLIENTS)('the unchanged %s client on a mesh requiring tokens', { t
   it("is refused PERMISSION_DENIED, and sent nothing, with another node's service account", async () => {
     const own = await credentialsFor(kind);
     const other = await credentialsFor(`${kind}-other`);
-    const refusal = await expectRefused(secure, kind, `secure.${kind}`, { ...own, GOOGLE_APPLICATION_CREDENTIALS: other['GOOGLE_APPLICATION_CREDENTIALS']! } as unknown as ClientEnvironment, 'wrong-node');
+    const refusal = await expectRefused(secure, kind, `secure.${kind}`, { ...own, GOOGLE_APPLICATION_CREDENTIALS: other['GOOGLE_APPLICATION_CREDENTIALS']! } as unknown as ClientEnvironment, 'wrong-node', 'PERMISSION_DENIED');
     expect(refusal).toMatchObject({ code: 'PERMISSION_DENIED', message: `the token is for node secure.${kind}-other, but the stream's node is secure.${kind}` });
   });
 
@@ -99,7 +114,7 @@ describe.each(CLIENTS)('the unchanged %s client on a mesh requiring tokens', { t
     const env = await credentialsFor(kind);
     const { private_key_id: kid } = JSON.parse(readFileSync(env['GOOGLE_APPLICATION_CREDENTIALS']!, 'utf8')) as { private_key_id: string };
     await secure.cp.delete({ type: 'ServiceAccountKey', mesh: 'secure', name: kid });
-    const refusal = await expectRefused(secure, kind, `secure.${kind}`, env as unknown as ClientEnvironment, 'key-unknown');
+    const refusal = await expectRefused(secure, kind, `secure.${kind}`, env as unknown as ClientEnvironment, 'key-unknown', 'UNAUTHENTICATED');
     expect(refusal.code).toBe('UNAUTHENTICATED');
   });
 
@@ -109,7 +124,7 @@ describe.each(CLIENTS)('the unchanged %s client on a mesh requiring tokens', { t
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
     const forged = path.join(dir, `${kind}-forged.json`);
     writeFileSync(forged, JSON.stringify({ ...account, private_key: privateKey }));
-    const refusal = await expectRefused(secure, kind, `secure.${kind}`, { ...env, GOOGLE_APPLICATION_CREDENTIALS: forged } as unknown as ClientEnvironment, 'token-invalid');
+    const refusal = await expectRefused(secure, kind, `secure.${kind}`, { ...env, GOOGLE_APPLICATION_CREDENTIALS: forged } as unknown as ClientEnvironment, 'token-invalid', 'UNAUTHENTICATED');
     expect(refusal.message).toMatch(/does not verify with its key/);
   });
 
@@ -118,7 +133,7 @@ describe.each(CLIENTS)('the unchanged %s client on a mesh requiring tokens', { t
     // Both clients sign for an hour from their own clock: two hours on, theirs have expired.
     skew = 2 * 3_600_000;
     try {
-      await expectRefused(secure, kind, `secure.${kind}`, env as unknown as ClientEnvironment, 'token-expired');
+      await expectRefused(secure, kind, `secure.${kind}`, env as unknown as ClientEnvironment, 'token-expired', 'UNAUTHENTICATED');
     } finally {
       skew = 0;
     }
@@ -131,6 +146,7 @@ describe.each(CLIENTS)('the unchanged %s client on a mesh requiring tokens', { t
     // It fails the handshake over and over; the RPC waits for resolution until its deadline.
     const client = start(kind, env as unknown as ClientEnvironment, 3_000);
     expect(await client.outcome).toHaveProperty('error');
+    expect(client.xds().responses).toBe(0);
     expect(secure.cp.session(`secure.${kind}`)?.stream?.id).toBe(stream);
     expect(secure.cp.refusals().total).toBe(refusalsBefore);
   });
@@ -151,7 +167,7 @@ describe.each(CLIENTS)('the unchanged %s client without credentials, on a plaint
     expect(printed.code, printed.stderr).toBe(0);
     const bootstrap = path.join(dir, `${kind}-insecure.json`);
     writeFileSync(bootstrap, printed.stdout);
-    const refusal = await expectRefused(plain, kind, `secure.${kind}`, { GRPC_XDS_BOOTSTRAP: bootstrap }, 'token-missing');
+    const refusal = await expectRefused(plain, kind, `secure.${kind}`, { GRPC_XDS_BOOTSTRAP: bootstrap }, 'token-missing', 'UNAUTHENTICATED');
     expect(refusal.code).toBe('UNAUTHENTICATED');
   });
 });

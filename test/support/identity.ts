@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { status } from '@grpc/grpc-js';
 import { createCertificateAuthority, issueCertificate } from '../../src/identity/index.js';
 import { testPython } from './python.js';
 
@@ -54,7 +55,44 @@ export type ClientOutcome = { readonly servedBy: string } | { readonly error: st
 /** A real proxyless gRPC client in a process of its own, configured only through its environment, as users run it. */
 export interface ClientProcess {
   readonly outcome: Promise<ClientOutcome>;
+  /** What the client's own xDS client has logged so far. */
+  xds(): ClientXdsView;
   kill(): void;
+}
+
+/**
+ * A client's own account of its ADS streams, read from the trace gRPC writes with
+ * `GRPC_TRACE=xds_client` (both clients: the status each stream ended with, and each response):
+ * what it received, as opposed to what Chancery says it sent.
+ */
+export interface ClientXdsView {
+  /** How each ADS stream ended, by gRPC status name (`UNAUTHENTICATED`), with its details. */
+  readonly streamEnds: ReadonlyArray<{ readonly code: string; readonly details: string }>;
+  /**
+   * Trace lines only a received response produces: C-core logs "received ADS response" for each;
+   * grpc-js logs each resource it parses, and ACKs or NACKs each response with its nonce.
+   */
+  readonly responses: number;
+}
+
+// C-core: `ADS call status received (xds_channel=…, …): UNAUTHENTICATED: <details>`.
+const CORE_STREAM_END = /ADS call status received \([^)]*\): ([A-Z_]+)(?:: (.*))?$/;
+const CORE_RESPONSE = /received ADS response:/;
+// grpc-js-xds: `ADS stream ended. code=16 details= <details>`.
+const GRPC_JS_STREAM_END = /ADS stream ended\. code=(\d+) details= ?(.*)$/;
+const GRPC_JS_RESPONSE = /"response_nonce": "[^"]+"|Parsed resource of type|Failed to parse resource|ADS response field parsing failed|Type state not found/;
+
+/** Reads one line of a client's xDS trace into `view`. */
+function readTraceLine(kind: 'grpc-js' | 'python', line: string, view: { streamEnds: Array<{ code: string; details: string }>; responses: number }): void {
+  if (kind === 'python') {
+    const end = CORE_STREAM_END.exec(line);
+    if (end) view.streamEnds.push({ code: end[1]!, details: end[2] ?? '' });
+    if (CORE_RESPONSE.test(line)) view.responses++;
+    return;
+  }
+  const end = GRPC_JS_STREAM_END.exec(line);
+  if (end) view.streamEnds.push({ code: status[Number(end[1])] ?? end[1]!, details: end[2] ?? '' });
+  if (GRPC_JS_RESPONSE.test(line)) view.responses++;
 }
 
 export interface ClientEnvironment {
@@ -74,13 +112,22 @@ export function startClientProcess(kind: 'grpc-js' | 'python', service: string, 
       : [testPython(), [path.join(ROOT, 'test/fixtures/xds_echo_once.py'), service, String(deadlineMs)]];
   const child = spawn(command, args, {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    // The clients' own xDS trace (to stderr): how their ADS streams ended and what they received.
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, GRPC_TRACE: 'xds_client', GRPC_VERBOSITY: 'DEBUG', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  const view = { streamEnds: [] as Array<{ code: string; details: string }>, responses: 0 };
+  let partial = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    const text = chunk.toString();
+    stderr = (stderr + text).slice(-4000);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) readTraceLine(kind, line, view);
+  });
   const outcome = new Promise<ClientOutcome>((resolve, reject) => {
     child.once('exit', (code, signal) => {
       const line = stdout.split('\n').find((text) => text.startsWith('{'));
@@ -89,7 +136,7 @@ export function startClientProcess(kind: 'grpc-js' | 'python', service: string, 
       else reject(new Error(`${kind} client exited ${code} without an outcome:\n${stderr}`));
     });
   });
-  return { outcome, kill: () => child.kill('SIGKILL') };
+  return { outcome, xds: () => ({ streamEnds: [...view.streamEnds], responses: view.responses }), kill: () => child.kill('SIGKILL') };
 }
 
 /** The total of `chancery_xds_pushes_total`: every response the control plane wrote. */
