@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { status } from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { issueDataplaneToken } from '../../src/identity/index.js';
 import { runCli } from '../cli/cli-harness.js';
@@ -86,9 +87,9 @@ describe('a real Envoy dialling Chancery by name', () => {
 
 describe('a real Envoy refused for its token', () => {
   it.each([
-    ['with no token', async (): Promise<string | undefined> => undefined, 'token-missing'],
-    ["with another dataplane's token", async () => token('other'), 'wrong-node'],
-    ['with an expired token', async () => token('web', { ttl: 60_000, at: Date.now() - 120_000 }), 'token-expired'],
+    ['with no token', async (): Promise<string | undefined> => undefined, 'token-missing', status.UNAUTHENTICATED],
+    ["with another dataplane's token", async () => token('other'), 'wrong-node', status.PERMISSION_DENIED],
+    ['with an expired token', async () => token('web', { ttl: 60_000, at: Date.now() - 120_000 }), 'token-expired', status.UNAUTHENTICATED],
     [
       'with an altered token (its subject changed)',
       async (): Promise<string> => {
@@ -97,6 +98,7 @@ describe('a real Envoy refused for its token', () => {
         return `${header}.${altered}.${signature}`;
       },
       'token-invalid',
+      status.UNAUTHENTICATED,
     ],
     [
       'with a token signed by a removed key',
@@ -106,8 +108,9 @@ describe('a real Envoy refused for its token', () => {
         return signed;
       },
       'key-unknown',
+      status.UNAUTHENTICATED,
     ],
-  ] as const)('%s: holds no configuration, and was sent nothing', async (_case, tokenOf, reason) => {
+  ] as const)('%s: holds no configuration, and was sent nothing', async (_case, tokenOf, reason, code) => {
     const given = await tokenOf();
     const before = { pushes: await pushes(), stream: harness.cp.session('secure.web')?.stream?.id };
     const envoy = await EnvoyProcess.start('web', await bootstrap(given));
@@ -117,10 +120,16 @@ describe('a real Envoy refused for its token', () => {
       () => harness.cp.refusals().recent.filter((refused) => refused.node === 'secure.web' && refused.reason === reason).length >= 2,
       { attempts: 300, every: 50 },
     );
+    // Envoy's own word: every close of its ADS stream it logged carries the refusal's status.
+    const closes = () => [...envoy.output().matchAll(/gRPC config stream to chancery-xds closed: (\d+),/g)].map((match) => Number(match[1]));
+    await envoy.waitFor('a logged close of its ADS stream', () => closes().length > 0);
+    expect(closes()).toEqual(closes().map(() => code));
     expect(await envoy.configDump()).toEqual({ listeners: [], clusters: [], endpoints: [] });
     expect(await envoy.stat('control_plane.connected_state')).toBe(0);
-    expect(await envoy.stat('listener_manager.lds.update_success')).toBe(0);
-    expect(await envoy.stat('cluster_manager.cds.update_success')).toBe(0);
+    // A response Envoy received would count as an update accepted or rejected.
+    for (const stat of ['listener_manager.lds.update_success', 'listener_manager.lds.update_rejected', 'cluster_manager.cds.update_success', 'cluster_manager.cds.update_rejected']) {
+      expect(await envoy.stat(stat), stat).toBe(0);
+    }
     expect(await pushes()).toBe(before.pushes);
     expect(harness.cp.session('secure.web')?.stream?.id).toBe(before.stream);
   });
