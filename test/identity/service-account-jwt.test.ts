@@ -86,11 +86,17 @@ describe("a service account's self-signed JWT, over TLS", () => {
     ['a subject its key does not speak for', { iss: 'secure.other', sub: 'secure.other' }, status.PERMISSION_DENIED, /speaks for secure\.client, not secure\.other/],
   ])('is refused, before anything is sent, with %s', async (_case, claims, code, message) => {
     const node = (claims as Claims).sub ?? 'secure.client';
+    const session = secure.cp.session(node)?.stream?.id;
+    const refusals = secure.cp.refusals().total;
     const stream = await open(secure, await jwt(claims), node);
     const end = await stream.ending();
     expect(end.code).toBe(code);
     expect(end.details).toMatch(message);
     expect(stream.responses).toEqual([]);
+    // No stream reached a session, and the refusal is counted where /sessions shows it.
+    expect(secure.cp.session(node)?.stream?.id).toBe(session);
+    expect(secure.cp.refusals().total).toBe(refusals + 1);
+    expect(secure.cp.refusals().recent[0]).toMatchObject({ node, code: status[code] });
   });
 });
 
