@@ -24,6 +24,10 @@ import { noTraffic, type ShortType, type Traffic } from './support/traffic.js';
 
 export type { ShortType, Traffic };
 
+/** Envoy's ADS retry back-off base, as `chancery bootstrap envoy` sets it; a first retry waits a random part of it. */
+const RETRY_BASE_MS = 250;
+const MAX_RETRIES = 5;
+
 const SHORT: Record<string, ShortType> = { [CLUSTER]: 'CDS', [ENDPOINT]: 'EDS', [LISTENER]: 'LDS', [ROUTE]: 'RDS' };
 
 
@@ -37,6 +41,8 @@ export interface ConnectResult {
   readonly served: Float64Array;
   /** Per node, monotonic ms when it also held EDS (and had ACKed everything so far). */
   readonly complete: Float64Array;
+  /** Streams opened again after their connection was reset before the node was served. */
+  readonly retried: number;
   readonly traffic: Traffic;
 }
 
@@ -101,10 +107,13 @@ class Wildcards {
 /** One HTTP/2 connection to the server, for one node's stream or several. */
 function openConnection(address: string): ClientHttp2Session {
   const session = connect(`http://${address}`);
-  // A failover kills the server under the connection; its streams report what they lost.
-  session.on('error', () => {});
+  // A failover kills the server under the connection; its streams report what they lost, and why.
+  session.on('error', (error: Error) => sessionErrors.set(session, error.message));
   return session;
 }
+
+/** Why a connection failed, for the message of a stream it ended. */
+const sessionErrors = new WeakMap<ClientHttp2Session, string>();
 
 /** One fake Envoy: its stream and what it has been sent. */
 class FakeEnvoy {
@@ -120,6 +129,8 @@ class FakeEnvoy {
   reopenedAt = Number.NaN;
   firstResponseAt = Number.NaN;
   reservedAt = Number.NaN;
+  /** Streams opened again because the connection failed before the node was first served. */
+  retries = 0;
   sinceReconnect: Record<ShortType, number> = { CDS: 0, EDS: 0, LDS: 0, RDS: 0 };
 
   constructor(
@@ -132,23 +143,34 @@ class FakeEnvoy {
     shape: MeshShape,
   ) {
     this.#eds = requestTemplate(wildcards.protocol, ENDPOINT, endpointNames(index, shape));
-    this.#stream = this.#open(session);
-    this.#write(wildcards.cds.first(nodeId(index)));
-    this.#write(wildcards.lds.subscribe());
+    this.#stream = this.#subscribe(session);
   }
 
-  /** A new stream on `session`, subscribed to every type this Envoy watches, each naming the version it holds. */
+  /** After a failover: a new stream, timed from now. */
   reconnect(session: ClientHttp2Session): void {
     this.reopenedAt = monotonicMs();
-    this.#stream = this.#open(session);
-    const { CDS, EDS, LDS } = this.versions;
-    this.#write(this.wildcards.cds.first(nodeId(this.index), CDS));
-    if (CDS !== '') this.#write(this.#eds.subscribe(EDS));
-    this.#write(this.wildcards.lds.subscribe(LDS));
+    this.#stream = this.#subscribe(session);
+  }
+
+  /** After a connection the server's kernel refused or reset before the node was served: a new stream, as Envoy retries. */
+  retry(session: ClientHttp2Session): void {
+    this.retries++;
+    this.#stream = this.#subscribe(session);
   }
 
   close(): void {
     this.#stream.close(constants.NGHTTP2_CANCEL);
+  }
+
+  /** A new stream on `session`, subscribed to every type this Envoy watches, each naming the version it holds. */
+  #subscribe(session: ClientHttp2Session): ClientHttp2Stream {
+    const stream = this.#open(session);
+    const { CDS, EDS, LDS } = this.versions;
+    const write = (message: Buffer) => stream.write(framed(message));
+    write(this.wildcards.cds.first(nodeId(this.index), CDS));
+    if (CDS !== '') write(this.#eds.subscribe(EDS));
+    write(this.wildcards.lds.subscribe(LDS));
+    return stream;
   }
 
   #open(session: ClientHttp2Session): ClientHttp2Stream {
@@ -165,9 +187,13 @@ class FakeEnvoy {
     };
     stream.on('response', readStatus);
     stream.on('trailers', readStatus);
-    stream.on('error', () => {});
+    let failure: string | undefined;
+    stream.on('error', (error: Error) => (failure = error.message));
     stream.on('close', () => {
-      if (stream === this.#stream) this.fleet.ended(this, status ?? `stream closed (HTTP/2 code ${stream.rstCode})`);
+      const connection = sessionErrors.get(session);
+      if (stream !== this.#stream) return;
+      if (status !== undefined) this.fleet.ended(this, status);
+      else this.fleet.lostConnection(this, `stream closed (HTTP/2 code ${stream.rstCode}${failure === undefined ? '' : `: ${failure}`}${connection === undefined ? '' : `; connection: ${connection}`})`);
     });
     return stream;
   }
@@ -219,8 +245,11 @@ class Fleet {
   #wake: (() => void) | undefined;
   #reconnect: { readonly address: string; readonly spreadMs: number; readonly sessions: Map<number, ClientHttp2Session> } | undefined;
   #reserved = 0;
+  #address: string | undefined;
+  #retried = 0;
 
   open(args: ConnectArgs, nodes: { first: number; count: number }): void {
+    this.#address = args.address;
     const wildcards = new Wildcards(args.protocol ?? 'sotw');
     for (let offset = 0; offset < nodes.count; offset++) {
       if (offset % args.streamsPerConnection === 0) this.#sessions.push(openConnection(args.address));
@@ -255,6 +284,26 @@ class Fleet {
         if (++this.#reserved === this.#envoys.length) this.#wake?.();
       }
     }
+  }
+
+  /**
+   * A connection failed without a gRPC status: during a storm the server's kernel may reset a
+   * connection it could not queue (a SYN cookie that no longer matches), and Envoy retries after
+   * its jittered back-off (`chancery bootstrap envoy`: base 0.25 s). Before the node is first
+   * served the fake Envoy does too; otherwise it is an ended stream.
+   */
+  lostConnection(envoy: FakeEnvoy, reason: string): void {
+    const address = this.#address;
+    if (this.#closing || this.#reconnect || !Number.isNaN(envoy.servedAt) || address === undefined || envoy.retries >= MAX_RETRIES) {
+      this.ended(envoy, envoy.retries >= MAX_RETRIES ? `${reason}, after ${MAX_RETRIES} retries` : reason);
+      return;
+    }
+    this.#retried++;
+    setTimeout(() => {
+      const session = openConnection(address);
+      this.#sessions.push(session);
+      envoy.retry(session);
+    }, Math.random() * RETRY_BASE_MS);
   }
 
   /** A stream ended: armed for a failover, the Envoy reconnects (once); otherwise the run fails. */
@@ -315,6 +364,7 @@ class Fleet {
       openedAt,
       served: Float64Array.from(this.#envoys, (envoy) => envoy.servedAt),
       complete: Float64Array.from(this.#envoys, (envoy) => envoy.completeAt),
+      retried: this.#retried,
       traffic: this.#takeTraffic(),
     };
   }

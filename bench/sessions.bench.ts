@@ -56,6 +56,7 @@ interface StormRow {
   readonly servedAll: number;
   readonly served: Spread;
   readonly completeAll: number;
+  readonly retried: number;
   readonly traffic: Traffic;
   readonly serverCpuMs: number;
   readonly loopStallMaxMs: number;
@@ -276,6 +277,7 @@ async function runStorm(measured: Measured, xds: string, shape: MeshShape, proto
     servedAll: Math.max(...served),
     served: spread(served),
     completeAll: Math.max(...since(connect.startedAt, connect.complete)),
+    retried: connect.retried,
     traffic: connect.traffic,
     serverCpuMs: after.cpuMs - before.cpuMs,
     loopStallMaxMs: after.loopStallMaxMs,
@@ -343,7 +345,7 @@ function printResults(runs: readonly Run[], options: Options): void {
 
   printTable(
     `Connect storm: N dataplanes, ${options.streamsPerConnection === 1 ? 'one HTTP/2 connection each' : `${options.streamsPerConnection} streams per HTTP/2 connection`}, open their ADS streams at once (times from the first stream opened); ceiling beside Chancery`,
-    ['N', 'protocol', 'all served (s)', 'ceiling (s)', 'ceiling / Chancery', 'served p50 / p99 (s)', '+EDS all (s)', 'pushes', 'server CPU (s)', 'ceiling CPU (s)', 'loop stall max (ms)', 'fleet CPU (s)'],
+    ['N', 'protocol', 'all served (s)', 'ceiling (s)', 'ceiling / Chancery', 'served p50 / p99 (s)', '+EDS all (s)', 'pushes', 'server CPU (s)', 'ceiling CPU (s)', 'loop stall max (ms)', 'fleet CPU (s)', 'retried (Chancery / ceiling)'],
     chancery.map((run) => {
       const ceiling = ceilingOf(run)?.storm;
       const { storm } = run;
@@ -360,6 +362,7 @@ function printResults(runs: readonly Run[], options: Options): void {
         ceiling ? s(ceiling.serverCpuMs) : '–',
         ms(storm.loopStallMaxMs),
         s(storm.fleetCpuMs),
+        `${storm.retried} / ${ceiling ? String(ceiling.retried) : '–'}`,
       ];
     }),
   );

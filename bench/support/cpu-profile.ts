@@ -12,8 +12,17 @@ export interface HotFunction {
   readonly percent: number;
 }
 
+/** One part of the process (grpc-js, the session chart, encoding, GC …) and its share of a profile. */
+export interface ProfileShare {
+  readonly part: string;
+  readonly ms: number;
+  readonly percent: number;
+}
+
 /** The hottest functions of a phase, and where its full profile was written. */
 export interface PhaseProfile {
+  /** Self time summed per part of the process (PARTS), largest first. */
+  readonly parts: readonly ProfileShare[];
   /** By time spent in the function itself. */
   readonly self: readonly HotFunction[];
   /** By time spent in the function and what it called. */
@@ -53,7 +62,7 @@ export class PhaseProfiler {
 
   /** Stops, writes the profile to `file`, and returns the `top` functions by self and by inclusive time. */
   async stop(top: number, file: string): Promise<PhaseProfile> {
-    if (!this.#running) return { self: [], inclusive: [], file: '' };
+    if (!this.#running) return { parts: [], self: [], inclusive: [], file: '' };
     const { profile } = (await this.#session.post('Profiler.stop')) as unknown as { profile: Profile };
     await this.#session.post('Profiler.disable');
     this.#session.disconnect();
@@ -63,7 +72,71 @@ export class PhaseProfiler {
   }
 }
 
-function hotFunctions(profile: Profile, top: number): Pick<PhaseProfile, 'self' | 'inclusive'> {
+/**
+ * The parts of the process a profile's time is told apart by, matched in order against a
+ * function's file (relative to the repository or node_modules). Functions without a file (V8
+ * builtins, native bindings) count to their caller's part.
+ */
+const PARTS: readonly (readonly [part: string, file: RegExp])[] = [
+  ['grpc-js', /^@grpc\/grpc-js\//],
+  ['Node HTTP/2', /^node:(internal\/)?http2/],
+  ['Node sockets and streams', /^node:(net|internal\/(stream_base_commons|streams|net|tls|crypto))/],
+  ['XState', /^xstate\//],
+  ['session chart (src/machines)', /^src\/machines\//],
+  ['session runtime (src/sessions)', /^src\/sessions\//],
+  ['session records (src/fleet, store records)', /^src\/(fleet\/|store\/(sql-)?session-records)/],
+  ['ledgers (src/xds)', /^src\/xds\/(ledger|sotw-ledger|delta-ledger|resource-set|subscription|select-resources)\.ts/],
+  ['encoding', /^(src\/xds\/(encode|response-encoder|proto-json|content-hash|snapshot)\.ts|protobufjs\/|@protobufjs\/)/],
+  ['decoding', /^src\/xds\/(decode|xds-request)\.ts/],
+  ['xDS server (src/xds)', /^src\/xds\//],
+  ['generation (src/mesh)', /^src\/mesh\//],
+  ['store', /^(src\/store\/|@electric-sql\/|pg\/|pg-)/],
+  ['logging (pino)', /^(pino|sonic-boom|thread-stream)/],
+  ['metrics (prom-client)', /^(prom-client\/|src\/api\/metrics)/],
+  ['API (fastify)', /^(fastify|@fastify|src\/api\/)/],
+  ['bench probes', /^bench\//],
+  ['other Node internals', /^node:/],
+];
+
+/** Where each sample's time goes, by part; the profiler's own pseudo-nodes are kept by name. */
+function partOf(frame: ProfileNode['callFrame']): string | undefined {
+  if (frame.url === '') {
+    if (frame.functionName === '(garbage collector)') return 'GC';
+    if (frame.functionName === '(program)') return 'V8 and native, unattributed';
+    if (frame.functionName === '(idle)') return 'idle';
+    return undefined;
+  }
+  const file = shortPath(frame.url);
+  return PARTS.find(([, pattern]) => pattern.test(file))?.[0] ?? `other (${file.split('/')[0]})`;
+}
+
+function profileParts(profile: Profile, parentOf: ReadonlyMap<number, number>, byId: ReadonlyMap<number, ProfileNode>): ProfileShare[] {
+  const partOfNode = new Map<number, string>();
+  const resolve = (id: number): string => {
+    const known = partOfNode.get(id);
+    if (known !== undefined) return known;
+    const node = byId.get(id);
+    const own = node ? partOf(node.callFrame) : undefined;
+    const parent = parentOf.get(id);
+    const part = own ?? (parent === undefined ? 'V8 and native, unattributed' : resolve(parent));
+    partOfNode.set(id, part);
+    return part;
+  };
+  const us = new Map<string, number>();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const part = resolve(id);
+    if (part === 'idle') return;
+    const delta = profile.timeDeltas[i] ?? 0;
+    total += delta;
+    us.set(part, (us.get(part) ?? 0) + delta);
+  });
+  return [...us]
+    .sort((a, b) => b[1] - a[1])
+    .map(([part, time]) => ({ part, ms: time / 1000, percent: total === 0 ? 0 : (100 * time) / total }));
+}
+
+function hotFunctions(profile: Profile, top: number): Pick<PhaseProfile, 'parts' | 'self' | 'inclusive'> {
   const byId = new Map<number, ProfileNode>(profile.nodes.map((node) => [node.id, node]));
   const parentOf = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
@@ -103,7 +176,7 @@ function hotFunctions(profile: Profile, top: number): Pick<PhaseProfile, 'self' 
       .sort((a, b) => b.us - a.us)
       .slice(0, top)
       .map(({ name, where, us }) => ({ name, where, ms: us / 1000, percent: total === 0 ? 0 : (100 * us) / total }));
-  return { self: rank(self), inclusive: rank(inclusive) };
+  return { parts: profileParts(profile, parentOf, byId), self: rank(self), inclusive: rank(inclusive) };
 }
 
 function shortPath(url: string): string {

@@ -69,6 +69,7 @@ export class FleetGroup {
       openedAt: Math.max(...results.map((result) => result.openedAt)),
       served: concatenated(results.map((result) => result.served)),
       complete: concatenated(results.map((result) => result.complete)),
+      retried: results.reduce((total, result) => total + result.retried, 0),
       traffic: summed(results.map((result) => result.traffic)),
     };
   }

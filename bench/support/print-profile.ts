@@ -15,6 +15,7 @@ export function profileFile(name: string): string {
 /** Prints a phase's hottest functions, by self and by inclusive time, and where its profile is. */
 export function printHot(title: string, profile: PhaseProfile | undefined): void {
   if (!profile) return;
+  printTable(`${title}: where the time goes (self time by part, idle excluded)`, ['part', 'ms', '%'], profile.parts.map((share) => [share.part, share.ms.toFixed(0), share.percent.toFixed(1)]));
   const rows = (list: PhaseProfile['self']) => list.map((f) => [f.name, f.where, f.ms.toFixed(0), f.percent.toFixed(1)]);
   printTable(`${title}, by self time`, ['function', 'where', 'self (ms)', '%'], rows(profile.self));
   printTable(`${title}, by inclusive time`, ['function', 'where', 'total (ms)', '%'], rows(profile.inclusive));

@@ -1,5 +1,6 @@
 import type { Server, ServerCredentials } from '@grpc/grpc-js';
-import { createServer, type Server as NetServer } from 'node:net';
+import { createServer, type Server as NetServer, type Socket } from 'node:net';
+import { bareHost, formatHostPort, HOST_PORT_RULE, parseHostPort } from '../host-port.js';
 
 /**
  * The accept queue a listener asks the kernel for. grpc-js's own `bindAsync` listens with Node's
@@ -11,6 +12,63 @@ import { createServer, type Server as NetServer } from 'node:net';
  */
 export const ACCEPT_BACKLOG = 65_535;
 
+/**
+ * Connections handed to grpc-js per turn of the event loop. In a storm the kernel has thousands
+ * of connections ready at once, and one poll phase of the loop would set them all up (HTTP/2,
+ * the first request, a session, its first responses) before the loop reaches the phase that
+ * flushes what was written: every node would be served at the end of the storm, and nothing
+ * else (a change to nodes already served, the API) would run until then. A batch per turn
+ * bounds each turn, so the first nodes are served at once and the rest follow in order.
+ */
+export const CONNECTIONS_PER_TURN = 32;
+
+/**
+ * Hands accepted connections on at most CONNECTIONS_PER_TURN per turn of the event loop; the
+ * rest wait, unread (`pauseOnConnect`), in the order they were accepted.
+ */
+class PacedAdmission {
+  readonly #waiting: Socket[] = [];
+  #admitted = 0;
+  #turnScheduled = false;
+
+  constructor(readonly admit: (socket: Socket) => void) {}
+
+  add(socket: Socket): void {
+    if (this.#waiting.length === 0 && this.#admitted < CONNECTIONS_PER_TURN) this.#admit(socket);
+    else {
+      // A client gone while it waits must not throw: its socket is dropped when its turn comes.
+      socket.on('error', ignore);
+      this.#waiting.push(socket);
+    }
+    this.#nextTurn();
+  }
+
+  #admit(socket: Socket): void {
+    this.#admitted++;
+    socket.off('error', ignore);
+    // HTTP/2 takes the socket's handle over as it is handed on; unpaused first, it reads.
+    socket.resume();
+    this.admit(socket);
+  }
+
+  #nextTurn(): void {
+    if (this.#turnScheduled) return;
+    this.#turnScheduled = true;
+    setImmediate(() => {
+      this.#turnScheduled = false;
+      this.#admitted = 0;
+      while (this.#waiting.length > 0 && this.#admitted < CONNECTIONS_PER_TURN) {
+        const socket = this.#waiting.shift()!;
+        if (socket.destroyed) socket.off('error', ignore);
+        else this.#admit(socket);
+      }
+      if (this.#waiting.length > 0 || this.#admitted > 0) this.#nextTurn();
+    });
+  }
+}
+
+const ignore = () => {};
+
 /** A bound listener feeding a grpc-js server; `close` stops accepting (open connections stay). */
 export interface GrpcListener {
   /** `host:port` as bound (the port the OS chose for port 0). */
@@ -18,31 +76,24 @@ export interface GrpcListener {
   close(): void;
 }
 
-/** `host:port` or `[v6]:port` split; the host as `net` wants it (no brackets). */
-function hostAndPort(address: string): { host: string; port: number; shown: string } {
-  const colon = address.lastIndexOf(':');
-  const port = Number(address.slice(colon + 1));
-  if (colon <= 0 || !Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`"${address}" is not a host:port address`);
-  const shown = address.slice(0, colon);
-  return { host: shown.replace(/^\[(.*)\]$/, '$1'), port, shown };
-}
-
 /**
- * Listens on `address` with an accept queue of ACCEPT_BACKLOG and hands each accepted
- * connection to `server` (grpc-js's connection injector, which serves it exactly as a bound
- * port would, TLS included).
+ * Listens on `address` with an accept queue of ACCEPT_BACKLOG and hands accepted connections to
+ * `server` (grpc-js's connection injector, which serves them exactly as a bound port would, TLS
+ * included), CONNECTIONS_PER_TURN at a time.
  */
 export function listenForGrpc(server: Server, address: string, credentials: ServerCredentials): Promise<GrpcListener> {
-  const { host, port, shown } = hostAndPort(address);
+  const parsed = parseHostPort(address);
+  if (parsed === undefined) return Promise.reject(new Error(`"${address}" is not an address to listen on: expected ${HOST_PORT_RULE}`));
   const injector = server.createConnectionInjector(credentials);
-  const listener: NetServer = createServer({ noDelay: true }, (socket) => injector.injectConnection(socket));
+  const admission = new PacedAdmission((socket) => injector.injectConnection(socket));
+  const listener: NetServer = createServer({ noDelay: true, pauseOnConnect: true }, (socket) => admission.add(socket));
   return new Promise((resolve, reject) => {
     listener.once('error', reject);
-    listener.listen({ host, port, backlog: ACCEPT_BACKLOG }, () => {
+    listener.listen({ host: bareHost(parsed.host), port: parsed.port, backlog: ACCEPT_BACKLOG }, () => {
       listener.off('error', reject);
       const bound = listener.address();
-      const boundPort = typeof bound === 'object' && bound !== null ? bound.port : port;
-      resolve({ address: `${shown}:${boundPort}`, close: () => listener.close() });
+      const port = typeof bound === 'object' && bound !== null ? bound.port : parsed.port;
+      resolve({ address: formatHostPort({ host: parsed.host, port }), close: () => listener.close() });
     });
   });
 }
