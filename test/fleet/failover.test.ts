@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PROTOCOLS, type Protocol } from '../../src/xds/index.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 import { call, type ChanceryProcess, killAll, startChancery } from '../e2e/chancery-process.js';
 import { type EchoBackend, startEchoBackend } from '../support/echo-backend.js';
@@ -8,13 +9,14 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually, pause, Traffic } from '../support/traffic.js';
 import { createXdsEchoClient } from '../support/xds-client.js';
 import { startTestPostgres, type TestPostgres } from '../store/test-postgres.js';
-import { envoyDataplane, namesOf } from '../xds/fixtures.js';
+import { envoyDataplane } from '../xds/fixtures.js';
 
 /**
  * The seed scenario (kuma#2171, issue 4) end to end: `chancery run` instances sharing one real
  * Postgres behind a real TCP round-robin balancer, a real `@grpc/grpc-js-xds` client sending
  * RPCs to real grpc-js backends, and an Envoy-like ADS client that reconnects through the
- * balancer after every cut and checks every response it gets.
+ * balancer after every cut and checks every response it gets. The Envoy-like client speaks
+ * State of the World or Delta; the grpc-js-xds client speaks only SotW (reference/delta-xds.md).
  */
 
 const CLIENT = 'default.client';
@@ -81,17 +83,22 @@ function xdsClient(fleet: Fleet): Traffic {
   return new Traffic(client);
 }
 
-function envoy(fleet: Fleet): ReconnectingEnvoy {
-  const started = new ReconnectingEnvoy(fleet.envoyBalancer.address, ENVOY, ['backend']);
+function envoy(fleet: Fleet, protocol: Protocol): ReconnectingEnvoy {
+  const started = new ReconnectingEnvoy(fleet.envoyBalancer.address, ENVOY, ['backend'], protocol);
   cleanups.push(() => started.stop());
   return started;
 }
 
-/** I1 on the wire: no LDS or CDS response on any stream carried less than the node's configuration. */
+/**
+ * I1 on the wire: after no LDS or CDS response on any stream did the node hold less than its
+ * configuration (SotW: each response lists it all), and none removed a configured name (Delta).
+ */
 function expectNeverLessThanConfigured(node: ReconnectingEnvoy): void {
-  for (const response of node.responses) {
-    if (response.typeUrl === CLUSTER) expect(namesOf(response)).toEqual(CLUSTERS);
-    if (response.typeUrl === LISTENER) expect(namesOf(response)).toEqual(LISTENERS);
+  for (const update of node.updates) {
+    const configured = update.typeUrl === CLUSTER ? CLUSTERS : update.typeUrl === LISTENER ? LISTENERS : undefined;
+    if (configured === undefined) continue;
+    expect(update.removed.filter((name) => configured.includes(name)), `${update.typeUrl} from ${update.servedBy}`).toEqual([]);
+    expect(update.holds, `${update.typeUrl} from ${update.servedBy}`).toEqual(configured);
   }
 }
 
@@ -115,14 +122,14 @@ async function fleetView(instance: ChanceryProcess): Promise<Array<{ node: strin
   return body.items;
 }
 
-describe('many instances, one fleet, behind a TCP load balancer', { timeout: 120_000 }, () => {
+describe.each(PROTOCOLS)('many instances, one fleet, behind a TCP load balancer, the Envoy-like node over %s', { timeout: 120_000 }, (protocol) => {
   it('the seed scenario: cut again and again for 10 s while backends change, no RPC fails and no response is less than the config', async () => {
     const fleet = await startFleet(2);
     const [a, b] = fleet.instances as [ChanceryProcess, ChanceryProcess];
     const [one, , three] = fleet.backends as [EchoBackend, EchoBackend, EchoBackend];
     const traffic = xdsClient(fleet);
     await traffic.until('a first RPC', (recent) => recent[0] !== 'failed', { attempts: 50 });
-    const watcher = envoy(fleet);
+    const watcher = envoy(fleet, protocol);
 
     // Cut for at least 10 s, and until the client has come back a third time: its ADS
     // backoff grows with each reconnect (about 1 s, 1.6 s, 2.6 s), never reset (grpc-js-xds).
@@ -170,7 +177,7 @@ describe('many instances, one fleet, behind a TCP load balancer', { timeout: 120
     expect(new Set(servedBy)).toEqual(new Set(['instance-0', 'instance-1']));
     expect(watcher.streams.length).toBeGreaterThan(10);
     expectNeverLessThanConfigured(watcher);
-    expect(watcher.responses.filter((r) => r.typeUrl === ENDPOINT).length).toBeGreaterThan(0);
+    expect(watcher.updates.filter((r) => r.typeUrl === ENDPOINT).length).toBeGreaterThan(0);
   });
 
   it('SIGTERM drains the instance serving a client: it exits 0, its nodes move over, no RPC fails, its records go at once', async () => {
@@ -178,7 +185,7 @@ describe('many instances, one fleet, behind a TCP load balancer', { timeout: 120
     const fleet = await startFleet(2, { ttl: '60s', args: ['--drain-period', '1s'] });
     const traffic = xdsClient(fleet);
     await traffic.until('a first RPC', (recent) => recent[0] !== 'failed', { attempts: 50 });
-    const watcher = envoy(fleet);
+    const watcher = envoy(fleet, protocol);
     const [leaving, staying] = (await servingOn(fleet.instances[0]!, CLIENT)) ? fleet.instances : [...fleet.instances].reverse();
     await eventually('both nodes recorded in the fleet view', async () => (await fleetView(staying!)).length === 2, { every: 50 });
 
@@ -204,7 +211,7 @@ describe('many instances, one fleet, behind a TCP load balancer', { timeout: 120
     const fleet = await startFleet(2);
     const traffic = xdsClient(fleet);
     await traffic.until('a first RPC', (recent) => recent[0] !== 'failed', { attempts: 50 });
-    const watcher = envoy(fleet);
+    const watcher = envoy(fleet, protocol);
     const [victim, survivor] = (await servingOn(fleet.instances[0]!, CLIENT)) ? fleet.instances : [...fleet.instances].reverse();
     await eventually('both nodes recorded in the fleet view', async () => (await fleetView(survivor!)).length === 2, { every: 50 });
 

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../../src/index.js';
 import type { ControlPlaneOptions } from '../../src/control-plane-options.js';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
+import { PROTOCOLS, type Protocol } from '../../src/xds/index.js';
 import { CLUSTER, LISTENER } from '../../src/xds/type-urls.js';
 import { startEchoBackend } from '../support/echo-backend.js';
 import { type FleetInstance, startFleetInstance } from '../support/fleet-instance.js';
@@ -11,7 +12,7 @@ import { ReconnectingEnvoy } from '../support/reconnecting-envoy.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually, Traffic } from '../support/traffic.js';
 import { createXdsEchoClient } from '../support/xds-client.js';
-import { envoyDataplane, namesOf } from '../xds/fixtures.js';
+import { envoyDataplane } from '../xds/fixtures.js';
 
 /**
  * Rebalancing and draining (issue 4), with two instances in one process sharing one store,
@@ -39,9 +40,9 @@ async function balancer(targets: readonly string[]): Promise<TcpProxy> {
 }
 
 /** Envoy-like nodes behind the balancer, one per name, reconnecting whenever their stream ends. */
-function envoys(address: string): ReconnectingEnvoy[] {
+function envoys(address: string, protocol: Protocol = 'sotw'): ReconnectingEnvoy[] {
   return NODES.map((name) => {
-    const node = new ReconnectingEnvoy(address, `default.${name}`, ['backend']);
+    const node = new ReconnectingEnvoy(address, `default.${name}`, ['backend'], protocol);
     cleanups.push(() => node.stop());
     return node;
   });
@@ -54,15 +55,22 @@ async function meshOn(cp: ControlPlane): Promise<void> {
 
 const servingOn = (cp: ControlPlane) => cp.listSessions().filter((session) => session.state === 'serving').length;
 
+/** After every LDS or CDS response, each node held its whole configuration, and none removed any of it (Delta). */
 function expectFullConfiguration(nodes: readonly ReconnectingEnvoy[]): void {
-  for (const response of nodes.flatMap((node) => node.responses)) {
-    if (response.typeUrl === CLUSTER) expect(namesOf(response)).toEqual(['backend', 'localhost:9002']);
-    if (response.typeUrl === LISTENER) expect(namesOf(response)).toEqual(['inbound:127.0.0.1:10002', 'outbound:127.0.0.1:20001']);
+  const configured: Record<string, readonly string[]> = {
+    [CLUSTER]: ['backend', 'localhost:9002'],
+    [LISTENER]: ['inbound:127.0.0.1:10002', 'outbound:127.0.0.1:20001'],
+  };
+  for (const update of nodes.flatMap((node) => node.updates)) {
+    const names = configured[update.typeUrl];
+    if (names === undefined) continue;
+    expect(update.removed.filter((name) => names.includes(name))).toEqual([]);
+    expect(update.holds).toEqual(names);
   }
 }
 
 describe('rebalancing a fleet across instances', { timeout: 60_000 }, () => {
-  it('maxConnectionAge ends old streams with UNAVAILABLE, so a fleet spreads onto an instance added later', async () => {
+  it.each(PROTOCOLS)('maxConnectionAge ends old streams with UNAVAILABLE, so a fleet over %s spreads onto an instance added later', async (protocol) => {
     const log = new MemoryEventLog();
     const { cp: a } = await instance(log, 'a', { maxConnectionAge: 600 });
     const { cp: b } = await instance(log, 'b', { maxConnectionAge: 600 });
@@ -74,7 +82,7 @@ describe('rebalancing a fleet across instances', { timeout: 60_000 }, () => {
 
     // Before the scale-out, the balancer knows only A.
     const front = await balancer([a.addresses.xds]);
-    const nodes = envoys(front.address);
+    const nodes = envoys(front.address, protocol);
     const client = createXdsEchoClient({ service: 'backend', xdsServer: front.address, nodeId: 'default.client' });
     cleanups.push(() => client.close());
     const traffic = new Traffic(client);
