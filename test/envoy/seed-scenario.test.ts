@@ -8,7 +8,7 @@ import { envoyBinary } from '../support/envoy.js';
 import { startHarness } from '../support/harness.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually, pause } from '../support/traffic.js';
-import { type Client, lowest, noWipes, reaches, SidecarMesh, wipeCounters, XDS_MODES } from './sidecars.js';
+import { type Client, lowest, noWipes, reaches, type Sidecar, SidecarMesh, wipeCounters, XDS_MODES } from './sidecars.js';
 
 /**
  * kuma#2171 with the victim it had: real Envoys. While requests flow from a client Envoy to
@@ -90,6 +90,24 @@ async function allServedBy(api: string, mesh: SidecarMesh): Promise<boolean> {
   return true;
 }
 
+/**
+ * Over Delta, each of `moved` was resumed by the instance at `api` from what its Envoy held:
+ * its stream opened naming resources in initial_resource_versions (the history's `holds`), and
+ * the instance sent none of its clusters or listeners again, as Envoy held them all at the
+ * current versions (rule 6; the content hashes are the same on every instance, I6).
+ */
+async function expectResumedFromWhatItHeld(api: string, moved: readonly Sidecar[]): Promise<void> {
+  for (const { node } of moved) {
+    const { body: view } = await call(`http://${api}/sessions/${node}`, 'GET');
+    expect(view.stream.protocol, node).toBe('delta');
+    for (const type of ['CDS', 'LDS']) expect(view.types[type]?.sent?.resources, `${type} resources sent to ${node} after the move`).toBe(0);
+    const { body: history } = await call(`http://${api}/sessions/${node}/history`, 'GET');
+    const opened = (history.transitions as Array<{ event: string; detail?: Record<string, unknown> }>).filter((t) => t.event === 'stream.opened');
+    expect(opened.at(-1)?.detail, `${node}'s last stream.opened`).toMatchObject({ protocol: 'delta', stream: view.stream.id });
+    expect(opened.at(-1)?.detail?.['holds'], `resources ${node} said it held when its stream opened`).toBeGreaterThan(0);
+  }
+}
+
 /** `chancery run` on `store`, its API address as `host:port`. */
 async function run(store: string, ...args: string[]): Promise<ChanceryProcess> {
   return startChancery(['--store', store, '--drain-period', '0', ...args]);
@@ -137,6 +155,7 @@ describe.each(XDS_MODES)('kuma#2171 with its real victim, Envoy over %s', { time
       balancer.setTargets([second.xds]);
       mesh.api = apiOf(second);
       await eventually('every sidecar served by the restarted Chancery', () => allServedBy(mesh.api, mesh), { attempts: 600, every: 50 });
+      if (mode === 'delta') await expectResumedFromWhatItHeld(mesh.api, mesh.live);
       await mesh.addBackend('backend-3');
       await reaches(client, ['backend-1', 'backend-2', 'backend-3']);
     });
@@ -154,6 +173,8 @@ describe.each(XDS_MODES)('kuma#2171 with its real victim, Envoy over %s', { time
       return victim !== undefined;
     }, { attempts: 200, every: 50 });
     const survivor = victim === a ? b : a;
+    const moved: Sidecar[] = [];
+    for (const sidecar of mesh.live) if (await serving(apiOf(victim!), sidecar.node)) moved.push(sidecar);
 
     await throughout(mesh, client, async () => {
       await victim!.kill();
@@ -161,6 +182,7 @@ describe.each(XDS_MODES)('kuma#2171 with its real victim, Envoy over %s', { time
       balancer.setTargets([survivor.xds]);
       mesh.api = apiOf(survivor);
       await eventually('every sidecar served by the survivor', () => allServedBy(mesh.api, mesh), { attempts: 600, every: 50 });
+      if (mode === 'delta') await expectResumedFromWhatItHeld(mesh.api, moved);
       await mesh.addBackend('backend-3');
       await reaches(client, ['backend-1', 'backend-2', 'backend-3']);
     });
