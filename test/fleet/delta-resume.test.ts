@@ -29,15 +29,58 @@ afterAll(async () => {
   await postgres?.stop();
 });
 
+/** An event log whose reads of new events wait while it is paused: a store fallen behind the log. */
+interface PausableLog extends EventLog {
+  /** From now on, `readAfter` waits: the store learns nothing new, neither by its change feed nor by a catch-up. */
+  pause(): void;
+  resume(): void;
+}
+
+function pausable(log: EventLog): PausableLog {
+  let resumed = Promise.resolve();
+  let resume = () => {};
+  return {
+    append: (writes, author) => log.append(writes, author),
+    readAfter: async (after, limit) => {
+      await resumed;
+      return log.readAfter(after, limit);
+    },
+    readKey: (key, after, limit) => log.readKey(key, after, limit),
+    readAt: (key, revision) => log.readAt(key, revision),
+    readCheckpoint: () => log.readCheckpoint(),
+    writeCheckpoint: (checkpoint, author) => log.writeCheckpoint(checkpoint, author),
+    wakeups: log.wakeups,
+    sessionRecords: log.sessionRecords,
+    close: () => log.close(),
+    pause: () => {
+      resumed = new Promise((done) => (resume = done));
+    },
+    resume: () => resume(),
+  };
+}
+
 /** An instance on its own connection to the database, as a separate process would have. */
-async function instance(url: string, id: string): Promise<FleetInstance> {
-  const log: EventLog = await openEventLog(url, { instance: id });
+async function instance(url: string, id: string): Promise<FleetInstance & { readonly log: PausableLog }> {
+  const log = pausable(await openEventLog(url, { instance: id }));
   const started = await startFleetInstance(log, id);
   cleanups.push(async () => {
+    log.resume();
     await started.cp.stop();
     await log.close();
   });
-  return started;
+  return { ...started, log };
+}
+
+/** What a node holds after `responses`, per type: name → version. */
+function heldAfter(responses: readonly DecodedDeltaResponse[]): Map<string, Record<string, string>> {
+  const held = new Map<string, Record<string, string>>();
+  for (const response of responses) {
+    const versions = held.get(response.typeUrl) ?? {};
+    for (const resource of response.resources) versions[resource.name] = resource.version;
+    for (const name of response.removed) delete versions[name];
+    held.set(response.typeUrl, versions);
+  }
+  return held;
 }
 
 function open(address: string): DeltaStream {
@@ -71,13 +114,7 @@ describe('a Delta node that moves from instance A to instance B', () => {
     first.send({ typeUrl: CLUSTER, nodeId: NODE });
     first.send({ typeUrl: ENDPOINT, subscribe: ['backend'] });
     first.send({ typeUrl: LISTENER });
-    const fromA = await settle(first, 'on-a');
-    const held = new Map<string, Record<string, string>>();
-    for (const response of fromA) {
-      const versions = held.get(response.typeUrl) ?? {};
-      for (const resource of response.resources) versions[resource.name] = resource.version;
-      held.set(response.typeUrl, versions);
-    }
+    const held = heldAfter(await settle(first, 'on-a'));
     expect(Object.keys(held.get(CLUSTER)!).sort()).toEqual(['backend', 'localhost:9002']);
     expect(Object.keys(held.get(ENDPOINT)!)).toEqual(['backend']);
     first.close();
@@ -128,5 +165,52 @@ describe('a Delta node that moves from instance A to instance B', () => {
     expect(back!.resources.map((r) => r.name)).toEqual(['localhost:9005']);
     expect(back!.removed).toEqual(['localhost:9002', 'payments']);
     expect(b.cp.session(NODE)?.types['CDS']?.held).toEqual({ backend: clusters.resources.find((r) => r.name === 'backend')!.version, 'localhost:9005': back!.resources[0]!.version });
+  });
+
+  it('waits, when it is behind what the node holds, until it has read the log to its end: then it is current and removes nothing', async () => {
+    const url = await postgres.newDatabase();
+    const a = await instance(url, 'instance-a');
+    const b = await instance(url, 'instance-b');
+    await a.cp.apply(backendDataplane('backend-1', 10001));
+    await a.cp.apply(envoyDataplane('web-1'));
+    const before = await b.cp.store.refresh();
+    // B stops reading the log (a lost NOTIFY, a slow read): what A writes now, B does not know.
+    b.log.pause();
+    await a.cp.apply(backendDataplane('ledger-1', 10005, 'payments'));
+    await a.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+
+    // The node is served the new configuration by A, then moves to B.
+    const first = open(a.cp.addresses.xds);
+    first.send({ typeUrl: CLUSTER, nodeId: NODE });
+    first.send({ typeUrl: ENDPOINT, subscribe: ['backend', 'payments'] });
+    first.send({ typeUrl: LISTENER });
+    const fromA = await settle(first, 'on-a');
+    const held = heldAfter(fromA);
+    expect(Object.keys(held.get(CLUSTER)!).sort()).toEqual(['backend', 'localhost:9002', 'payments']);
+    const versionsFromA = Object.fromEntries(fromA.map((r) => [r.typeUrl, r.systemVersionInfo]));
+    first.close();
+
+    const second = open(b.cp.addresses.xds);
+    let storyAtFirstClusters: string[] | undefined;
+    second.onResponse((response) => {
+      if (response.typeUrl === CLUSTER) storyAtFirstClusters ??= b.cp.session(NODE)!.transitions.map((t) => t.event);
+    });
+    second.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: held.get(CLUSTER)! });
+    second.send({ typeUrl: ENDPOINT, subscribe: ['backend', 'payments'], initialVersions: held.get(ENDPOINT)! });
+    second.send({ typeUrl: LISTENER, initialVersions: held.get(LISTENER)! });
+    await eventually('B to have the node', () => b.cp.session(NODE) !== undefined);
+    const whileBehind = { step: b.cp.session(NODE)!.step, revision: b.cp.store.projection.revision };
+    b.log.resume();
+    const fromB = await settle(second, 'on-b');
+
+    // B read the log to its end before it answered, and had been behind until then.
+    expect(storyAtFirstClusters).toEqual(['stream.opened', 'store.caughtUp', 'snapshot.generated']);
+    expect(whileBehind).toEqual({ step: 'catching-up', revision: before.revision });
+    // Its answers carry the version A served: the node holds it all, so nothing is sent and nothing removed.
+    expect(fromB.map((r) => [r.typeUrl, r.systemVersionInfo, r.resources.map((x) => x.name), r.removed])).toEqual([
+      [CLUSTER, versionsFromA[CLUSTER], [], []],
+      [LISTENER, versionsFromA[LISTENER], [], []],
+    ]);
+    expect(b.cp.session(NODE)?.types['CDS']?.held).toEqual(held.get(CLUSTER));
   });
 });
