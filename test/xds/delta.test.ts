@@ -163,6 +163,53 @@ describe('Delta xDS, rule by rule', () => {
     expect(after.filter((r) => r.typeUrl === CLUSTER)).toEqual([]);
   });
 
+  it('tells a subscribed name that stops existing it is removed, keeps the subscription, and sends it again when it reappears (rule 8)', async () => {
+    const payments = backendDataplane('ledger-1', 10005, 'payments');
+    await harness.cp.apply(payments);
+    await connectClusters();
+    stream.send({ typeUrl: ENDPOINT, subscribe: ['payments'] });
+    const sent = await stream.nextResponse();
+    expect(names(sent)).toEqual(['payments']);
+    stream.ack(sent);
+
+    await harness.cp.delete({ type: 'Dataplane', mesh: 'default', name: 'ledger-1' });
+    const gone = await stream.nextResponse();
+    expect([gone.typeUrl, names(gone), gone.removed]).toEqual([ENDPOINT, [], ['payments']]);
+    stream.ack(gone);
+    expect(harness.cp.session(NODE)?.types['EDS']?.subscription.names).toEqual(['payments']);
+
+    await harness.cp.apply(payments);
+    const back = await stream.nextResponse();
+    expect([back.typeUrl, names(back), back.removed]).toEqual([ENDPOINT, ['payments'], []]);
+    // The same endpoints as before, so the same version: sent because the node dropped it.
+    expect(back.resources[0]?.version).toBe(sent.resources[0]?.version);
+  });
+
+  it('sends everything * covers again when * is subscribed again, though the client holds it all (go-control-plane#1450)', async () => {
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE, subscribe: ['*'] });
+    const clusters = await stream.nextResponse();
+    stream.ack(clusters);
+    stream.send({ typeUrl: CLUSTER, subscribe: ['*'] });
+    const again = await stream.nextResponse();
+    expect(again.resources).toEqual(clusters.resources);
+    expect(again.removed).toEqual([]);
+  });
+
+  it('answers nothing to an empty request once every name was unsubscribed: it is not a legacy wildcard (rule 5)', async () => {
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE, subscribe: ['backend'] });
+    const named = await stream.nextResponse();
+    expect(names(named)).toEqual(['backend']);
+    stream.ack(named);
+    stream.send({ typeUrl: CLUSTER, unsubscribe: ['backend'] });
+    stream.send({ typeUrl: CLUSTER });
+    expect(await answersBefore('after-empty')).toEqual([]);
+    const cds = harness.cp.session(NODE)?.types['CDS'];
+    expect([cds?.subscription, cds?.held]).toEqual([{ wildcard: false, names: [] }, {}]);
+    // Nor does a new cluster reach it.
+    await harness.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+    expect((await answersBefore('after-new-cluster')).filter((r) => r.typeUrl === CLUSTER)).toEqual([]);
+  });
+
   it('pushes a change as CDS, then EDS, then LDS, each with only what changed, and removes only what the node holds', async () => {
     await connectClusters();
     stream.send({ typeUrl: ENDPOINT, subscribe: ['backend', 'payments'] });
@@ -216,6 +263,47 @@ describe('a Delta client that comes back holding resources (initial_resource_ver
     expect(later.map(names)).toEqual([['payments']]);
     const story = harness.cp.session(NODE)!.transitions;
     expect(story.some((t) => t.event === 'store.caughtUp')).toBe(true);
+  });
+
+  it('is sent again a name it holds at an old version, and not the names it holds at the current one (rule 6)', async () => {
+    const clusters = await connectClusters();
+    const local = clusters.resources.find((r) => r.name === 'localhost:9002')!;
+    const backend = clusters.resources.find((r) => r.name === 'backend')!;
+    stream.close();
+
+    stream = DeltaStream.open(harness.xds);
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: { backend: 'an-old-version', 'localhost:9002': local.version } });
+    const back = await stream.nextResponse();
+    expect(back.resources).toEqual([backend]);
+    expect(back.removed).toEqual([]);
+    expect(harness.cp.session(NODE)?.types['CDS']?.held).toEqual({ backend: backend.version, 'localhost:9002': local.version });
+  });
+
+  it.each([
+    ['implied (both lists empty)', []],
+    ['named (*)', ['*']],
+  ])('keeps its LDS wildcard, %s, when it comes back holding listeners (hashicorp/consul#12174)', async (_, subscribe) => {
+    await connectClusters();
+    stream.send({ typeUrl: LISTENER });
+    const listeners = await stream.nextResponse();
+    stream.ack(listeners);
+    const clusters = harness.cp.session(NODE)!.types['CDS']!.held!;
+    stream.close();
+
+    stream = DeltaStream.open(harness.xds);
+    stream.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: clusters });
+    stream.send({ typeUrl: LISTENER, subscribe, initialVersions: Object.fromEntries(listeners.resources.map((r) => [r.name, r.version])) });
+    const back = await answersBefore('on-return');
+    expect(back.map((r) => [r.typeUrl, names(r), r.removed])).toEqual([
+      [CLUSTER, [], []],
+      [LISTENER, [], []],
+    ]);
+    for (const response of back) stream.ack(response);
+    expect(harness.cp.session(NODE)?.types['LDS']?.subscription).toEqual({ wildcard: true, names: [] });
+    // Still the wildcard: a listener added later arrives.
+    await harness.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+    const later = (await answersBefore('after-add')).filter((r) => r.typeUrl === LISTENER);
+    expect(later.map((r) => [names(r), r.removed])).toEqual([[['outbound:127.0.0.1:20002'], []]]);
   });
 
   it('never hears of a removal for a name it never held or asked for', async () => {
