@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSession } from '../../src/fleet/fleet-sessions.js';
+import { SESSION_STATES } from '../../src/machines/index.js';
 import type { SessionView } from '../../src/machines/session-view.js';
 import { type ApiHarness, fakeSessions, sessionView, startApi } from '../api/api-harness.js';
 import { runCli } from './cli-harness.js';
 
 const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
+const EDS = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
 const LDS = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 
 const SERVING: SessionView = sessionView('default.backend-1', 'serving', {
@@ -30,6 +32,35 @@ const SERVING: SessionView = sessionView('default.backend-1', 'serving', {
     { at: '2026-01-05T10:00:00.052Z', event: 'nack.received', from: 'serving', to: 'serving', detail: { typeUrl: LDS, nonce: '5', message: 'port 0 is invalid' } },
   ],
 });
+/** A Delta node that came back holding its clusters: none was sent again, and it holds both. */
+const DELTA: SessionView = sessionView('default.web-1', 'serving', {
+  revision: 8,
+  stream: { id: 's-5', peer: '127.0.0.1:50200', openedAt: '2026-01-05T10:01:00.000Z', protocol: 'delta', authentication: { by: 'none' } },
+  types: {
+    CDS: {
+      typeUrl: CDS,
+      subscription: { wildcard: true, names: [] },
+      sent: { version: 'c-9f1', nonce: '1', resources: 0, at: '2026-01-05T10:01:00.020Z' },
+      acked: { version: 'c-9f1', nonce: '1', at: '2026-01-05T10:01:00.031Z' },
+      held: { backend: 'v-backend', 'localhost:9002': 'v-local' },
+    },
+    EDS: {
+      typeUrl: EDS,
+      subscription: { wildcard: false, names: ['backend'] },
+      sent: { version: 'e-1', nonce: '2', resources: 1, at: '2026-01-05T10:01:00.040Z' },
+      held: { backend: 'v-cla' },
+    },
+  },
+  transitions: [
+    {
+      at: '2026-01-05T10:01:00.001Z',
+      event: 'stream.opened',
+      from: 'connecting',
+      to: 'catching-up',
+      detail: { stream: 's-5', peer: '127.0.0.1:50200', protocol: 'delta', typeUrl: CDS, holds: 2 },
+    },
+  ],
+});
 const WAITING = sessionView('payments.ledger-1', 'awaiting-snapshot', {
   error: { code: 'CHANCERY_MESH_DATAPLANE_NOT_FOUND', message: 'dataplane ledger-1 does not exist' },
   types: { CDS: { typeUrl: CDS, subscription: { wildcard: true, names: [] } } },
@@ -37,7 +68,7 @@ const WAITING = sessionView('payments.ledger-1', 'awaiting-snapshot', {
 
 let api: ApiHarness;
 beforeAll(async () => {
-  api = await startApi({ sessions: fakeSessions([WAITING, SERVING]) });
+  api = await startApi({ sessions: fakeSessions([WAITING, SERVING, DELTA]) });
 });
 afterAll(async () => {
   await api.close();
@@ -46,13 +77,14 @@ afterAll(async () => {
 const cli = (...argv: string[]) => runCli(argv, { env: { CHANCERY_API_ADDRESS: api.address } });
 
 describe('chancery inspect', () => {
-  it('lists the sessions with a per-type ACK, NACK or nothing-sent marker', async () => {
+  it('lists the sessions with a per-type ACK, NACK, sent (no answer yet) or nothing-sent marker', async () => {
     const { code, stdout } = await cli('inspect');
     expect(code).toBe(0);
     expect(stdout.split('\n')).toEqual([
-      'NODE                STATE               REVISION   CDS   LDS    ERROR',
-      'default.backend-1   serving             7          ACK   NACK',
-      'payments.ledger-1   awaiting-snapshot   -          -     -      CHANCERY_MESH_DATAPLANE_NOT_FOUND',
+      'NODE                STATE               REVISION   CDS   EDS    LDS    ERROR',
+      'default.backend-1   serving             7          ACK   -      NACK',
+      'default.web-1       serving             8          ACK   sent   -',
+      'payments.ledger-1   awaiting-snapshot   -          -     -      -      CHANCERY_MESH_DATAPLANE_NOT_FOUND',
       '',
     ]);
   });
@@ -72,6 +104,7 @@ describe('chancery inspect', () => {
         'State:     serving',
         'Instance:  test',
         'Stream:    s-3 from 127.0.0.1:50122, opened 2026-01-05T10:00:00.000Z',
+        'Protocol:  State of the World',
         'Proven by: nothing: its mesh does not ask',
         'Revision:  7',
         '',
@@ -89,6 +122,43 @@ describe('chancery inspect', () => {
         '',
       ].join('\n'),
     );
+  });
+
+  it('shows a Delta session: its protocol, and what the node holds of each type beside what was last sent', async () => {
+    const { code, stdout } = await cli('inspect', 'default.web-1');
+    expect(code).toBe(0);
+    expect(stdout).toBe(
+      [
+        'Node:      default.web-1',
+        'State:     serving',
+        'Instance:  test',
+        'Stream:    s-5 from 127.0.0.1:50200, opened 2026-01-05T10:01:00.000Z',
+        'Protocol:  Delta',
+        'Proven by: nothing: its mesh does not ask',
+        'Revision:  8',
+        '',
+        'TYPE   SUBSCRIBED   SENT (version/nonce)   RESOURCES   HELD   ACKED     NACKED',
+        'CDS    *            c-9f1/1                0           2      c-9f1/1   -',
+        'EDS    backend      e-1/2                  1           1      -         -',
+        '',
+        'Held by the node:',
+        'TYPE   NAME             VERSION',
+        'CDS    backend          v-backend',
+        'CDS    localhost:9002   v-local',
+        'EDS    backend          v-cla',
+        '',
+        'Transitions (oldest first):',
+        '  2026-01-05T10:01:00.001Z  connecting → catching-up  on stream.opened  stream=s-5 peer=127.0.0.1:50200 protocol=delta CDS holds=2',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('names every session state in its help, evicted included, for --state', async () => {
+    const { code, stdout } = await cli('inspect', '--help');
+    expect(code).toBe(0);
+    expect(SESSION_STATES).toContain('evicted');
+    expect(stdout).toContain(`only sessions in this state: ${SESSION_STATES.join(', ')}\n`);
   });
 
   it('prints a session as JSON', async () => {

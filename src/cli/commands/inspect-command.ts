@@ -1,5 +1,5 @@
 import type { FleetSessionHistory } from '../../api/index.js';
-import type { SessionView, TransitionRecord, TypeStatus } from '../../machines/index.js';
+import { SESSION_STATES, type SessionView, type TransitionRecord, type TypeStatus } from '../../machines/index.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';
@@ -22,8 +22,10 @@ export const inspectCommand: Command = {
 
 Without NODE: a table of the sessions of the instance, with each type's state: ACK (the
 last response was acknowledged), NACK (it was refused), sent (no answer yet) or - (nothing
-sent). With NODE (<mesh>.<name>): its state, stream, per-type sent/ACKed/NACKed version and
-nonce, the last NACK message, and the recent transitions as a timeline.
+sent). With NODE (<mesh>.<name>): its state, stream and protocol (State of the World or
+Delta), per-type sent/ACKed/NACKed version and nonce, over Delta what the node holds of each
+type (each resource with its version), the last NACK message, and the recent transitions as
+a timeline.
 
 With --fleet: every instance sharing the store (each session with its INSTANCE), and for
 NODE its story across instances, the transitions of each instance's session merged in time.
@@ -32,7 +34,7 @@ Options:
   --fleet
       the whole fleet rather than this instance
   --state STATE
-      only sessions in this state: connecting, awaiting-snapshot, serving, disconnected
+      only sessions in this state: ${SESSION_STATES.join(', ')}
   --mesh MESH
       only sessions of this mesh
   -o, --output FORMAT
@@ -70,6 +72,8 @@ ${CLIENT_HELP}
   },
 };
 
+const PROTOCOL_NAMES: Readonly<Record<NonNullable<SessionView['stream']>['protocol'], string>> = { sotw: 'State of the World', delta: 'Delta' };
+
 function sessionTable(views: readonly SessionView[], withInstance: boolean): string {
   // Short names sort as CDS, EDS, LDS, RDS: the push order (I5).
   const types = [...new Set(views.flatMap((view) => Object.keys(view.types)))].sort();
@@ -101,6 +105,7 @@ function describeSession(view: SessionView): string {
     `State:     ${view.state}`,
     `Instance:  ${view.instance}`,
     `Stream:    ${view.stream === undefined ? '-' : `${view.stream.id} from ${view.stream.peer}, opened ${view.stream.openedAt}`}`,
+    `Protocol:  ${view.stream === undefined ? '-' : PROTOCOL_NAMES[view.stream.protocol]}`,
     `Proven by: ${proofOf(view.stream?.authentication)}`,
     `Revision:  ${view.revision ?? '-'}`,
   ];
@@ -108,17 +113,21 @@ function describeSession(view: SessionView): string {
 
   const types = Object.entries(view.types).sort(([a], [b]) => (a < b ? -1 : 1));
   const versionAndNonce = (entry: { version: string; nonce: string } | undefined) => (entry === undefined ? '-' : `${entry.version}/${entry.nonce}`);
+  // Delta: a response carries only what changed, so what the node holds is told apart from it.
+  const holds = types.some(([, status]) => status.held !== undefined);
   const table = formatTable(
-    ['TYPE', 'SUBSCRIBED', 'SENT (version/nonce)', 'RESOURCES', 'ACKED', 'NACKED'],
+    ['TYPE', 'SUBSCRIBED', 'SENT (version/nonce)', 'RESOURCES', ...(holds ? ['HELD'] : []), 'ACKED', 'NACKED'],
     types.map(([type, status]) => [
       type,
       subscriptionOf(status),
       versionAndNonce(status.sent),
       status.sent === undefined ? '-' : String(status.sent.resources),
+      ...(holds ? [status.held === undefined ? '-' : String(Object.keys(status.held).length)] : []),
       versionAndNonce(status.acked),
       versionAndNonce(status.nacked),
     ]),
   );
+  const held = types.flatMap(([type, status]) => Object.entries(status.held ?? {}).map(([name, version]) => [type, name, version]));
   const nacks = types.flatMap(([type, { nacked }]) =>
     nacked === undefined ? [] : [`Last NACK of ${type} (version ${nacked.version}, nonce ${nacked.nonce}, at ${nacked.at}):`, `  ${oneLine(nacked.message)}`],
   );
@@ -129,6 +138,7 @@ function describeSession(view: SessionView): string {
     ...lines,
     '',
     types.length === 0 ? 'Nothing subscribed yet.' : table.trimEnd(),
+    ...(held.length > 0 ? ['', 'Held by the node:', formatTable(['TYPE', 'NAME', 'VERSION'], held).trimEnd()] : []),
     ...(nacks.length > 0 ? ['', ...nacks] : []),
     '',
     'Transitions (oldest first):',
