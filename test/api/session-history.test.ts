@@ -3,7 +3,7 @@ import type { SessionHistory } from '../../src/api/session-history-routes.js';
 import type { TransitionRecord } from '../../src/machines/session-view.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
 import { runCli } from '../cli/cli-harness.js';
-import { AdsStream } from '../support/ads-client.js';
+import { AdsStream, DeltaStream } from '../support/ads-client.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { BACKEND, envoyDataplane, sessionIn, settle } from '../xds/fixtures.js';
 
@@ -97,6 +97,34 @@ describe('GET /sessions/{node}/history', () => {
         { event: 'snapshot.generated', from: 'generating', to: 'serving' },
       ]);
       expect(body.transitions.at(-3)?.detail).toMatchObject({ typeUrl: CLUSTER, version: clusters.versionInfo });
+    } finally {
+      again.close();
+    }
+  });
+
+  it('tells a Delta stream by its protocol, and how many resources the node held when it opened', async () => {
+    stream.close();
+    const first = DeltaStream.open(harness.xds);
+    const disconnected = sessionIn(harness.cp, NODE, 'disconnected');
+    first.send({ typeUrl: CLUSTER, nodeId: NODE });
+    const clusters = await first.nextResponse();
+    first.ack(clusters);
+    first.close();
+    await disconnected;
+    const again = DeltaStream.open(harness.xds);
+    try {
+      const serving = sessionIn(harness.cp, NODE, 'serving');
+      again.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: Object.fromEntries(clusters.resources.map((r) => [r.name, r.version])) });
+      await serving;
+      const { body } = await getHistory(NODE);
+      const opened = body.transitions.filter((t) => t.event === 'stream.opened');
+      const opening = { stream: expect.any(String), peer: expect.any(String), protocol: 'delta', typeUrl: CLUSTER };
+      // The first stream held nothing; the second named both clusters, so the store was read to its end first.
+      expect(opened.map((t) => [t.to, t.detail])).toEqual([
+        ['generating', opening],
+        ['catching-up', { ...opening, holds: 2 }],
+      ]);
+      expect(opened[1]?.detail?.stream).not.toBe(opened[0]?.detail?.stream);
     } finally {
       again.close();
     }
