@@ -4,7 +4,7 @@ import { credentials, loadPackageDefinition, type Client, type ServiceError } fr
 import { loadSync } from '@grpc/proto-loader';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import { AdsStream, DeltaStream } from '../support/ads-client.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { BACKEND, envoyDataplane } from './fixtures.js';
 
@@ -40,7 +40,7 @@ const Service = (loadPackageDefinition(definition) as any).envoy.service.status.
 
 let harness: Harness;
 let csds: CsdsClient;
-const streams: AdsStream[] = [];
+const streams: Array<AdsStream | DeltaStream> = [];
 const REJECTED = 'listener outbound:127.0.0.1:20001: port is taken';
 
 beforeEach(async () => {
@@ -102,6 +102,31 @@ describe('the Client Status Discovery Service', () => {
       ['inbound:127.0.0.1:10002', 'ERROR', 'NACKED', REJECTED],
       ['outbound:127.0.0.1:20001', 'ERROR', 'NACKED', REJECTED],
     ]);
+  });
+
+  it('tells a Delta node’s versions resource by resource: each as the response that carried it said', async () => {
+    await harness.cp.apply(envoyDataplane('web-2', { inbound: [{ port: 10012, servicePort: 9002, service: 'web' }] }));
+    const delta = DeltaStream.open(harness.xds);
+    streams.push(delta);
+    delta.send({ typeUrl: CLUSTER, nodeId: 'default.web-2' });
+    const clusters = await delta.nextResponse();
+    delta.ack(clusters);
+    // The app port moves: one new cluster is sent, the other stays at the version first sent.
+    await harness.cp.apply(envoyDataplane('web-2', { inbound: [{ port: 10012, servicePort: 9003, service: 'web' }] }));
+    const changed = await delta.nextResponse();
+    delta.ack(changed);
+    expect([changed.resources.map((r) => r.name), changed.removed]).toEqual([['localhost:9003'], ['localhost:9002']]);
+    await until(() => harness.cp.session('default.web-2')?.types['CDS']?.acked?.nonce === changed.nonce);
+
+    const response = await fetchStatus({ node_matchers: [{ node_id: { exact: 'default.web-2' } }] });
+    const configs = response.config![0]!.generic_xds_configs!.filter((config) => config.type_url === CLUSTER);
+    const backend = clusters.resources.find((r) => r.name === 'backend')!;
+    expect(configs.map((c) => [c.name, c.version_info, c.config_status, c.client_status])).toEqual([
+      ['backend', backend.version, 'SYNCED', 'ACKED'],
+      ['localhost:9003', changed.resources[0]!.version, 'SYNCED', 'ACKED'],
+    ]);
+    // Not the type's version, as over SotW: that is what the last response said of all of them.
+    expect(configs.map((c) => c.version_info)).not.toContain(changed.systemVersionInfo);
   });
 
   it('selects nodes by id: exact, prefix, suffix and regular expression, any of them', async () => {
