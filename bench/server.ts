@@ -1,6 +1,6 @@
 /**
- * A bench child process running Chancery: memory store (or the store `start` names), no HTTP
- * API, pino at `warn`, xDS on a loopback port the OS chooses. The parent (a `*.bench.ts`)
+ * A bench child process running Chancery: memory store (or the store `start` names), the HTTP
+ * API only when `start` asks for it, pino at `warn`, xDS on a loopback port the OS chooses. The parent (a `*.bench.ts`)
  * drives it over IPC: it applies the mesh, makes changes, and reads memory after a forced GC,
  * CPU time, event-loop delay and session counts. Start it with `--expose-gc` (ChildLink.fork does).
  */
@@ -19,8 +19,9 @@ export type ServerApi = ProbeApi & {
    * default limit allows: the server is told to take them.
    */
   start: {
-    args: { refreshInterval: number; store?: string; instanceId?: string; streamsPerConnection: number };
-    result: { xds: string; pid: number; ms: number };
+    args: { refreshInterval: number; store?: string; instanceId?: string; streamsPerConnection: number; api?: boolean };
+    /** `api`: the HTTP API's address, when `api` asked for one. */
+    result: { xds: string; api?: string; pid: number; ms: number };
   };
   /** Applies the mesh's dataplanes (backends first), `concurrency` writes in flight (the store batches their catch-ups). */
   apply: { args: { shape: MeshShape; concurrency: number }; result: { ms: number; revision: number } };
@@ -55,11 +56,11 @@ function running(): ControlPlane {
 
 serveCommands<ServerApi>({
   ...processProbes(),
-  async start({ refreshInterval, store = 'memory', instanceId = 'bench', streamsPerConnection }) {
+  async start({ refreshInterval, store = 'memory', instanceId = 'bench', streamsPerConnection, api = false }) {
     const started = monotonicMs();
     cp = createControlPlane({
       xdsAddress: '127.0.0.1:0',
-      apiAddress: false,
+      apiAddress: api ? '127.0.0.1:0' : false,
       store,
       instanceId,
       refreshInterval,
@@ -69,7 +70,7 @@ serveCommands<ServerApi>({
     await cp.start();
     // Subscribed after the control plane's own subscriber, so this runs once every session has the revision.
     cp.store.projections.subscribe((projection) => fannedOut.push({ revision: projection.revision, at: monotonicMs() }));
-    return { xds: cp.addresses.xds, pid: process.pid, ms: monotonicMs() - started };
+    return { xds: cp.addresses.xds, ...(cp.addresses.api !== undefined && { api: `http://${cp.addresses.api}` }), pid: process.pid, ms: monotonicMs() - started };
   },
 
   async apply({ shape, concurrency }) {

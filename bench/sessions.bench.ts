@@ -30,6 +30,7 @@ import { integerOption } from './support/integer-option.js';
 import type { MeshShape } from './support/mesh-shape.js';
 import { printHot, profileFile } from './support/print-profile.js';
 import { printTable } from './support/print-table.js';
+import { ApiProbe, type ProbedPath } from './support/api-probe.js';
 import type { MemorySample, UsageSample } from './support/process-probes.js';
 import { since, spread, type Spread } from './support/stats.js';
 import { totalBytes, type Traffic } from './support/traffic.js';
@@ -63,6 +64,8 @@ interface StormRow {
   readonly fleetCpuMs: number;
   /** RSS per connected session: (RSS with the sessions − RSS before they connected) / N. */
   readonly rssPerSession: number;
+  /** Chancery's API, probed during the storm; the ceiling has none. */
+  readonly api: readonly ProbedPath[];
   readonly hot: PhaseProfile | undefined;
 }
 
@@ -97,6 +100,9 @@ interface ChanceryRun extends Run {
 }
 
 const SECOND = 1_000;
+
+/** What an operator's tools ask while a storm goes on: liveness, readiness, a page of sessions. */
+const API_PATHS = ['/healthz', '/readyz', '/sessions?limit=20'];
 
 /** The servers and fleets of the run in progress, killed if it fails or overstays its deadline. */
 const children = new BenchChildren();
@@ -175,6 +181,8 @@ interface Measured {
   readonly server: ChildLink<ServerApi> | ChildLink<CeilingApi>;
   readonly fleet: FleetGroup;
   readonly label: string;
+  /** The server's HTTP API, probed during the storm (Chancery only). */
+  readonly api?: string;
 }
 
 async function runChancery(nodes: number, protocol: WireProtocol, options: Options): Promise<ChanceryRun> {
@@ -183,7 +191,7 @@ async function runChancery(nodes: number, protocol: WireProtocol, options: Optio
   console.log(`\n[sessions] ${label}: starting the server`);
   const server = forkServer<ServerApi>('server', 'server.ts', options);
   try {
-    const { xds } = await server.request('start', { refreshInterval: 1_000, streamsPerConnection: options.streamsPerConnection }, 30 * SECOND);
+    const { xds, api } = await server.request('start', { refreshInterval: 1_000, streamsPerConnection: options.streamsPerConnection, api: true }, 30 * SECOND);
     console.log(`[sessions] ${label}: applying ${nodes} dataplanes${shape.backends ? ` and ${shape.services * shape.backends} backends` : ''}`);
     const { ms: applyMs } = await server.request('apply', { shape, concurrency: 500 }, 120 * SECOND);
     const applied = await server.request('memory', null, 30 * SECOND);
@@ -191,7 +199,7 @@ async function runChancery(nodes: number, protocol: WireProtocol, options: Optio
     const warmed = await server.request('memory', null, 30 * SECOND);
 
     const fleet = startFleet(options);
-    const measured: Measured = { server, fleet, label };
+    const measured: Measured = { server, fleet, label, ...(api !== undefined && { api }) };
     const storm = await runStorm(measured, xds, shape, protocol, options);
     const afterStorm = await server.request('usage', null, 10 * SECOND);
     // Idle: only the watchdog ticks.
@@ -263,11 +271,13 @@ async function runStorm(measured: Measured, xds: string, shape: MeshShape, proto
   const before = await server.request('usage', null, 10 * SECOND);
   if (options.cpuProf) await server.request('profileStart', null, 10 * SECOND);
   const timeoutMs = 30 * SECOND + shape.nodes * 6;
+  const apiProbe = measured.api === undefined ? undefined : new ApiProbe(measured.api, API_PATHS);
   const connect: ConnectResult = await fleet.request(
     'connect',
     { address: xds, shape, streamsPerConnection: options.streamsPerConnection, protocol, timeoutMs },
     timeoutMs + 10 * SECOND,
   );
+  const api = (await apiProbe?.stop()) ?? [];
   const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-storm`) }, 30 * SECOND) : undefined;
   const after: UsageSample = await server.request('usage', null, 10 * SECOND);
   const fleetAfter = await fleet.request('usage', null, 10 * SECOND);
@@ -283,6 +293,7 @@ async function runStorm(measured: Measured, xds: string, shape: MeshShape, proto
     loopStallMaxMs: after.loopStallMaxMs,
     fleetCpuMs: fleetAfter.cpuMs - fleetBefore.cpuMs,
     rssPerSession: (rssAfter - rssBefore) / shape.nodes,
+    api,
     hot,
   };
 }
@@ -365,6 +376,23 @@ function printResults(runs: readonly Run[], options: Options): void {
         `${storm.retried} / ${ceiling ? String(ceiling.retried) : '–'}`,
       ];
     }),
+  );
+  printTable(
+    'Fairness: Chancery\'s HTTP API during the connect storm, one request at a time every 50 ms (from the bench\'s own process)',
+    ['N', 'protocol', 'path', 'requests', 'failed', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'p99 < 100 ms'],
+    chancery.flatMap((run) =>
+      run.storm.api.map((probed) => [
+        String(run.nodes),
+        run.protocol,
+        probed.path,
+        String(probed.requests),
+        String(probed.failed),
+        ms(probed.ms.p50),
+        ms(probed.ms.p99),
+        ms(probed.ms.max),
+        probed.ms.p99 < 100 && probed.failed === 0 ? 'met' : 'MISSED',
+      ]),
+    ),
   );
   printTable(
     'Memory (server, after forced GC): the N dataplanes applied → their configuration generated → N idle sessions; RSS per connected session beside the ceiling’s per connection',
