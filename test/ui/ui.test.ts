@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CLUSTER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import { AdsStream, DeltaStream } from '../support/ads-client.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { BACKEND, envoyDataplane, sessionIn } from '../xds/fixtures.js';
 import { ARTIFACTS, connectEnvoy, launchBrowser, NACK_MESSAGE, sessionRow, visit as visitApi } from './ui-support.js';
@@ -11,7 +11,7 @@ import { ARTIFACTS, connectEnvoy, launchBrowser, NACK_MESSAGE, sessionRow, visit
 let browser: Browser;
 let harness: Harness;
 let page: Page;
-const streams: AdsStream[] = [];
+const streams: Array<AdsStream | DeltaStream> = [];
 
 beforeAll(async () => {
   browser = await launchBrowser();
@@ -141,6 +141,38 @@ describe('the node page', () => {
       ['streaming', ['disconnected'], { kind: 'event', event: 'stream.closed' }],
     ]);
     expect(await page.locator('.timeline li').first().textContent()).toContain('stream.closed');
+  });
+
+  it('shows a Delta node by its protocol, and how many resources it holds though none was sent again', async () => {
+    const node = 'default.web-3';
+    await harness.cp.apply(envoyDataplane('web-3', { inbound: [{ port: 10004, service: 'web' }] }));
+    const first = DeltaStream.open(harness.xds);
+    streams.push(first);
+    first.send({ typeUrl: CLUSTER, nodeId: node });
+    const clusters = await first.nextResponse();
+    first.ack(clusters);
+    const disconnected = sessionIn(harness.cp, node, 'disconnected');
+    first.close();
+    await disconnected;
+    // It comes back holding every cluster at the current version: the answer carries none.
+    const again = DeltaStream.open(harness.xds);
+    streams.push(again);
+    const serving = sessionIn(harness.cp, node, 'serving');
+    again.send({ typeUrl: CLUSTER, nodeId: node, initialVersions: Object.fromEntries(clusters.resources.map((r) => [r.name, r.version])) });
+    await serving;
+    const back = await again.nextResponse();
+    again.ack(back);
+    expect(back.resources).toEqual([]);
+    const held = String(clusters.resources.length);
+
+    await visit(`#/nodes/${node}`);
+    await page.locator('figure.chart svg g.node.current').waitFor();
+    expect(await page.locator('dl.facts > div').filter({ hasText: 'Protocol' }).locator('dd').textContent()).toBe('Delta');
+    const resources = page.locator('table.types tbody tr').filter({ has: page.locator('th', { hasText: /^CDS$/ }) }).locator('td.num');
+    expect([await resources.textContent(), await resources.getAttribute('title')]).toEqual([held, 'resources the node holds']);
+    const opened = page.locator('.timeline li').filter({ hasText: 'stream.opened' }).first().locator('dl.detail > div');
+    expect(await opened.evaluateAll((facts) => facts.map((fact) => [fact.querySelector('dt')?.textContent, fact.querySelector('dd')?.textContent]))).toContainEqual(['holds', held]);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'node-delta.png'), fullPage: true });
   });
 
   it('links back to the fleet, from which each node is a link', async () => {
