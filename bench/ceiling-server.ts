@@ -24,7 +24,7 @@ export type CeilingApi = ProbeApi & {
   start: { args: { sizes: ResponseSizes }; result: { xds: string; pid: number } };
   /** Writes a new EDS response to every stream subscribed to EDS; says when the loop began and ended. */
   change: { args: { change: number }; result: { startedAt: number; fannedOutAt: number } };
-  stop: { args: null; result: null };
+  stop: { args: null; result: { ms: number } };
 };
 
 const TYPES = { CDS: CLUSTER, EDS: ENDPOINT, LDS: LISTENER } as const;
@@ -127,8 +127,9 @@ serveCommands<CeilingApi>({
     return ceiling.change(change);
   },
   stop() {
+    const started = monotonicMs();
     ceiling?.stop();
     setTimeout(() => process.exit(0), 10);
-    return null;
+    return { ms: monotonicMs() - started };
   },
 });

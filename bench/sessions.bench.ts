@@ -190,7 +190,7 @@ async function runChancery(nodes: number, protocol: WireProtocol, options: Optio
   const shape = shapeOf(nodes, options);
   console.log(`\n[sessions] ${label}: starting the server`);
   const server = forkServer<ServerApi>('server', 'server.ts', options);
-  try {
+  return measuring(label, async () => {
     const { xds, api } = await server.request('start', { refreshInterval: 1_000, streamsPerConnection: options.streamsPerConnection, api: true }, 30 * SECOND);
     console.log(`[sessions] ${label}: applying ${nodes} dataplanes${shape.backends ? ` and ${shape.services * shape.backends} backends` : ''}`);
     const { ms: applyMs } = await server.request('apply', { shape, concurrency: 500 }, 120 * SECOND);
@@ -208,13 +208,8 @@ async function runChancery(nodes: number, protocol: WireProtocol, options: Optio
     const sessions = await server.request('memory', null, 60 * SECOND);
     const { counts: states } = await server.request('sessions', null, 60 * SECOND);
 
-    const changes: ChangeRow[] = [];
-    for (let change = 1; change <= options.changes; change++) changes.push(await runChange(measured, nodes, change, options));
-
-    await fleet.request('close', null, 30 * SECOND);
-    await fleet.exit();
-    await server.request('stop', null, 30 * SECOND);
-    await server.exit();
+    const changes = await runChanges(measured, nodes, options);
+    await shutDown(measured);
     return {
       target: 'chancery',
       nodes,
@@ -227,6 +222,27 @@ async function runChancery(nodes: number, protocol: WireProtocol, options: Optio
       idleCpuPercent: (100 * (afterIdle.cpuMs - afterStorm.cpuMs)) / (afterIdle.at - afterStorm.at),
       states,
     };
+  });
+}
+
+async function runCeiling(nodes: number, protocol: WireProtocol, sizes: ResponseSizes, options: Options): Promise<Run> {
+  const label = `ceiling N=${nodes} ${protocol}`;
+  console.log(`\n[sessions] ${label}: starting the bare grpc-js server (responses of ${sizes.CDS}, ${sizes.EDS} and ${sizes.LDS} bytes)`);
+  const server = forkServer<CeilingApi>('ceiling', 'ceiling-server.ts', options);
+  return measuring(label, async () => {
+    const { xds } = await server.request('start', { sizes }, 30 * SECOND);
+    const measured: Measured = { server, fleet: startFleet(options), label };
+    const storm = await runStorm(measured, xds, shapeOf(nodes, options), protocol, options);
+    const changes = await runChanges(measured, nodes, options);
+    await shutDown(measured);
+    return { target: 'ceiling', nodes, protocol, storm, changes };
+  });
+}
+
+/** One server's phases: an error names the run, and every child is killed after, whatever happened. */
+async function measuring<T>(label: string, phases: () => Promise<T>): Promise<T> {
+  try {
+    return await phases();
   } catch (error) {
     throw new Error(`sessions bench aborted (${label}): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   } finally {
@@ -234,27 +250,19 @@ async function runChancery(nodes: number, protocol: WireProtocol, options: Optio
   }
 }
 
-async function runCeiling(nodes: number, protocol: WireProtocol, sizes: ResponseSizes, options: Options): Promise<Run> {
-  const label = `ceiling N=${nodes} ${protocol}`;
-  console.log(`\n[sessions] ${label}: starting the bare grpc-js server (responses of ${sizes.CDS}, ${sizes.EDS} and ${sizes.LDS} bytes)`);
-  const server = forkServer<CeilingApi>('ceiling', 'ceiling-server.ts', options);
-  try {
-    const { xds } = await server.request('start', { sizes }, 30 * SECOND);
-    const fleet = startFleet(options);
-    const measured: Measured = { server, fleet, label };
-    const storm = await runStorm(measured, xds, shapeOf(nodes, options), protocol, options);
-    const changes: ChangeRow[] = [];
-    for (let change = 1; change <= options.changes; change++) changes.push(await runChange(measured, nodes, change, options));
-    await fleet.request('close', null, 30 * SECOND);
-    await fleet.exit();
-    await server.request('stop', null, 30 * SECOND);
-    await server.exit();
-    return { target: 'ceiling', nodes, protocol, storm, changes };
-  } catch (error) {
-    throw new Error(`sessions bench aborted (${label}): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  } finally {
-    children.killAll();
-  }
+/** `--changes` changes, one after another. */
+async function runChanges(measured: Measured, nodes: number, options: Options): Promise<ChangeRow[]> {
+  const changes: ChangeRow[] = [];
+  for (let change = 1; change <= options.changes; change++) changes.push(await runChange(measured, nodes, change, options));
+  return changes;
+}
+
+/** Closes the fleet, then the server, waiting for each process to exit. */
+async function shutDown({ fleet, server }: Measured): Promise<void> {
+  await fleet.request('close', null, 30 * SECOND);
+  await fleet.exit();
+  await probe(server).request('stop', null, 30 * SECOND);
+  await server.exit();
 }
 
 /** The requests of a union of child links, typed by the commands both answer. */
