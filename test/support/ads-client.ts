@@ -100,12 +100,12 @@ class XdsStream<TRequest, TResponse> {
     }
   }
 
-  /** Resolves with the status once the server ends the stream; rejects after `timeoutMs`. */
-  async ending(timeoutMs = STREAM_WAIT_MS): Promise<StreamEnd> {
+  /** Resolves with the status once the server ends the stream; rejects after `timeoutMs`, naming `what` it waited for. */
+  async ending(what = 'the stream’s end', timeoutMs = STREAM_WAIT_MS): Promise<StreamEnd> {
     const deadline = Date.now() + timeoutMs;
     while (!this.#end) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`the stream did not end within ${timeoutMs} ms`);
+      if (left <= 0) throw new Error(`no ${what} within ${timeoutMs} ms (${this.responses.length} responses so far)`);
       await this.#wait(left);
     }
     return this.#end;

@@ -8,6 +8,12 @@ export interface Caller {
 /** Every RPC's deadline: long enough for a first call that waits for xDS resolution. */
 export const RPC_DEADLINE_MS = 10_000;
 
+/**
+ * How long `Traffic.during` waits by default: longer than any disruption a test runs calls
+ * through (the failover test cuts for at most about 30 s), shorter than vitest's 60 s test timeout.
+ */
+export const DURING_MS = 45_000;
+
 export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Every call a test made, who served it, and every failure with its message. */
@@ -58,15 +64,21 @@ export class Traffic {
   }
 
   /**
-   * Makes calls back to back until `stop` resolves; resolves once the last one is done. Fails
-   * (after the call in flight) when `stop` has not resolved within `timeoutMs`.
+   * Makes calls back to back until `stop` settles; resolves once the last one is done. Fails
+   * (after the call in flight) when `stop` has not settled within `timeoutMs`, naming `what`
+   * it waited for: the default wait ends before the 60 s a test may take, so the failure is
+   * this message rather than the test's timeout.
    */
-  async during(stop: Promise<unknown>, timeoutMs = 120_000): Promise<void> {
+  async during(stop: Promise<unknown>, what = 'the end of what the calls ran during', timeoutMs = DURING_MS): Promise<void> {
     let stopped = false;
-    void stop.then(() => (stopped = true));
+    const settled = () => (stopped = true);
+    void stop.then(settled, settled);
     const deadline = Date.now() + timeoutMs;
     while (!stopped) {
-      if (Date.now() > deadline) throw new Error(`calls went on for ${timeoutMs} ms without being told to stop (${this.completed} made)`);
+      if (Date.now() > deadline) {
+        const failed = this.failures.length === 0 ? 'none failed' : `${this.failures.length} failed, the first: ${this.failures[0]}`;
+        throw new Error(`no ${what} within ${timeoutMs} ms of calls (${this.completed} made, ${failed})`);
+      }
       await this.call();
     }
   }
