@@ -4,7 +4,7 @@ import type { ActorOptions, AnyStateMachine } from 'xstate';
 import type { TlsFilePaths } from './identity/index.js';
 import type { InspectOptions } from './inspector/index.js';
 import type { EventLog, Retention } from './store/index.js';
-import type { XdsLimits } from './xds/index.js';
+import type { SessionGateway, XdsLimits } from './xds/index.js';
 
 /** How to run a control plane; `chancery run` builds this from flags and the environment. */
 export interface ControlPlaneOptions {
@@ -70,6 +70,13 @@ export interface ControlPlaneOptions {
   readonly logger?: Logger;
   /** Replaces the watchdog's interval: each emission is a tick. For tests and embedders. */
   readonly watchdog?: Observable<unknown>;
+  /**
+   * For tests: stands between the xDS server and the sessions. Given what the server reports
+   * streams, requests and closes to, it returns what the server reports to instead. The
+   * model-based test keeps the sessions' side to deliver what the server itself no longer reads,
+   * such as a superseded stream's late requests, and checks that the sessions ignore them (I4).
+   */
+  readonly sessionGateway?: (sessions: SessionGateway) => SessionGateway;
   /** The clock session timers run on (eviction grace); a `SimulatedClock` in tests. */
   readonly clock?: ActorOptions<AnyStateMachine>['clock'];
   /** Epoch ms, stamped on session events. Default `Date.now`. */

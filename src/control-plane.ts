@@ -32,7 +32,7 @@ import {
   type WriteOptions,
 } from './store/index.js';
 import { clientStatuses, combineCallbacks, SessionRegistry, SessionScheduler, SessionViews, SessionWatch, type LastSent, type SessionCallbacks } from './sessions/index.js';
-import { grpcServerCredentials, XdsServer } from './xds/index.js';
+import { grpcServerCredentials, XdsServer, type XdsServerSizes } from './xds/index.js';
 
 /**
  * A running Chancery: the xDS server, its sessions, the store and (optionally) the HTTP API.
@@ -75,6 +75,18 @@ export interface ControlPlane {
   readonly store: ResourceStore;
   /** Prometheus metrics (`GET /metrics`); `metrics.registry` can be merged into an embedder's own. */
   readonly metrics: ControlPlaneMetrics;
+  /**
+   * For tests and diagnostics: how many entries the per-node and per-stream tables hold now.
+   * Once every session is evicted, or the control plane stopped, each is 0 (I3); the change
+   * feed's are `store.sizes()`.
+   */
+  sizes(): ControlPlaneSizes;
+}
+
+/** What `ControlPlane.sizes()` counts. */
+export interface ControlPlaneSizes extends XdsServerSizes {
+  /** Session actors: one per node, from its first request until it is evicted. */
+  readonly sessions: number;
 }
 
 /**
@@ -173,7 +185,7 @@ class ChanceryControlPlane implements ControlPlane {
     });
     this.#views = new SessionViews(this.#registry, this.instanceId);
     this.#xds = new XdsServer({
-      gateway: this.#registry,
+      gateway: options.sessionGateway?.(this.#registry) ?? this.#registry,
       instanceId: this.instanceId,
       logger: this.#logger,
       now,
@@ -397,6 +409,10 @@ class ChanceryControlPlane implements ControlPlane {
 
   lastSent(node: string): LastSent | undefined {
     return this.#views.lastSent(node);
+  }
+
+  sizes(): ControlPlaneSizes {
+    return { sessions: this.#registry.size, ...this.#xds.sizes() };
   }
 }
 

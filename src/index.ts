@@ -2,7 +2,7 @@
  * Chancery as a library: run an xDS control plane inside another Node service, or use its
  * session machine in your own tests and tools.
  */
-export { createControlPlane, type ControlPlane } from './control-plane.js';
+export { createControlPlane, type ControlPlane, type ControlPlaneSizes } from './control-plane.js';
 export type { ControlPlaneOptions } from './control-plane-options.js';
 export type { ControlPlaneMetrics } from './api/index.js';
 export type { InspectOptions } from './inspector/index.js';

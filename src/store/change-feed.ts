@@ -1,7 +1,7 @@
-import { filter, firstValueFrom, merge, ReplaySubject, type Observable, type Subscription } from 'rxjs';
+import { filter, firstValueFrom, merge, Observable, ReplaySubject, type Subscription } from 'rxjs';
 import { RevisionCompactedError, StoreUnavailableError } from './errors.js';
 import { applyEvents, emptyProjection, projectionOf } from './projection.js';
-import type { EventLog, Projection, ResourceEvent, Seq } from './types.js';
+import type { EventLog, Projection, ResourceEvent, Seq, StoreSizes } from './types.js';
 
 export interface ChangeFeedOptions {
   /** The periodic resync: each value triggers a catch-up, covering lost wake-ups (I7). */
@@ -28,7 +28,16 @@ export class ChangeFeed {
   readonly #onError: ((error: StoreUnavailableError) => void) | undefined;
   /** Replays the latest projection; emits nothing before the log has an event. */
   readonly #emitted = new ReplaySubject<Projection>(1);
-  readonly projections: Observable<Projection> = this.#emitted.asObservable();
+  /** Subscribers to `projections`, counted for `sizes()`. */
+  #listeners = 0;
+  readonly projections: Observable<Projection> = new Observable<Projection>((subscriber) => {
+    this.#listeners += 1;
+    const inner = this.#emitted.subscribe(subscriber);
+    return () => {
+      this.#listeners -= 1;
+      inner.unsubscribe();
+    };
+  });
   #projection = emptyProjection();
   #subscription: Subscription | undefined;
   #running: Promise<void> | undefined;
@@ -55,6 +64,14 @@ export class ChangeFeed {
   /** Why the last catch-up failed; undefined once one succeeds (the store is not ready meanwhile). */
   get failure(): StoreUnavailableError | undefined {
     return this.#failure;
+  }
+
+  /**
+   * For tests and diagnostics: subscribers to `projections` (those waiting in `applied` too),
+   * and callers of `refresh` waiting for a read. Neither grows with the sessions served (I3).
+   */
+  sizes(): StoreSizes {
+    return { listeners: this.#listeners, refreshes: this.#refreshes.length };
   }
 
   /** Follows the log, and resolves once caught up; rejects (and stops) if that first read fails. */
@@ -97,7 +114,7 @@ export class ChangeFeed {
   async applied(seq: Seq): Promise<Projection> {
     if (this.#projection.revision >= seq) return this.#projection;
     try {
-      return await firstValueFrom(this.#emitted.pipe(filter((projection) => projection.revision >= seq)));
+      return await firstValueFrom(this.projections.pipe(filter((projection) => projection.revision >= seq)));
     } catch (error) {
       throw new StoreUnavailableError(`waiting for seq ${seq}: the store closed first`, { cause: error });
     }

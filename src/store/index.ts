@@ -44,6 +44,7 @@ export {
   type Retention,
   type Seq,
   type Stored,
+  type StoreSizes,
   type Write,
   type WriteOptions,
 } from './types.js';

@@ -26,6 +26,7 @@ import {
   type Retention,
   type Seq,
   type Stored,
+  type StoreSizes,
   type WriteOptions,
 } from './types.js';
 
@@ -118,6 +119,10 @@ class EventSourcedStore implements ResourceStore {
 
   get projection(): Projection {
     return this.#feed.projection;
+  }
+
+  sizes(): StoreSizes {
+    return this.#feed.sizes();
   }
 
   async start(): Promise<void> {

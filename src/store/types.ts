@@ -157,6 +157,14 @@ export interface WriteOptions {
   readonly caller?: string;
 }
 
+/** What `ResourceStore.sizes()` counts: neither grows with the sessions served (I3). */
+export interface StoreSizes {
+  /** Subscribers to `projections`. */
+  readonly listeners: number;
+  /** Calls of `refresh` waiting for the log to be read. */
+  readonly refreshes: number;
+}
+
 /**
  * The store the rest of Chancery uses: writes go to the event log, reads come from the
  * projection, and `projections` is the change feed that drives the session actors.
@@ -180,6 +188,8 @@ export interface ResourceStore {
   refresh(): Promise<Projection>;
   /** Emits the current projection on subscribe, then each newer one, in revision order. */
   readonly projections: Observable<Projection>;
+  /** For tests and diagnostics: who listens to the change feed or waits on a `refresh` now. */
+  sizes(): StoreSizes;
   /**
    * Creates or replaces a resource. Resolves with what was stored once it is committed; rejects
    * with `MeshNotFoundError` for a Dataplane whose mesh the log does not have.

@@ -8,6 +8,11 @@ export class ConnectionStreams {
 
   constructor(readonly max: number) {}
 
+  /** Connections with a stream open: for tests and diagnostics (I3). */
+  get size(): number {
+    return this.#open.size;
+  }
+
   /** Counts a stream opened on `peer`'s connection; false, and not counted, when it has `max` already. */
   open(peer: string): boolean {
     const open = this.#open.get(peer) ?? 0;

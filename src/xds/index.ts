@@ -17,7 +17,7 @@ export {
 } from './snapshot.js';
 export { MAX_REQUEST_TEXT, type XdsLimits } from './request-limits.js';
 export { grpcServerCredentials, type TlsSource } from './tls-credentials.js';
-export { XdsServer, type SessionGateway, type XdsServerOptions } from './xds-server.js';
+export { XdsServer, type SessionGateway, type XdsServerOptions, type XdsServerSizes } from './xds-server.js';
 export { openLedger, type DeltaResponse, type Ledger, type RequestOutcome, type Sent, type SotwResponse, type TypeReport, type TypeStatus, type XdsResponse } from './ledger.js';
 export { DeltaLedger } from './delta-ledger.js';
 export { SotwLedger } from './sotw-ledger.js';

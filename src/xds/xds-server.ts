@@ -61,11 +61,20 @@ export interface XdsServerOptions {
   readonly clock?: ExpiryClock;
 }
 
+/** What `XdsServer.sizes()` counts. */
+export interface XdsServerSizes {
+  /** Streams open, including those whose first request has not arrived yet. */
+  readonly streams: number;
+  /** Streams whose gate (admission, node pinning, token expiry) is still open. */
+  readonly gates: number;
+  /** Client connections with a stream open, counted for `maxStreamsPerConnection`. */
+  readonly connections: number;
+}
+
 const SYSTEM_CLOCK: ExpiryClock = {
   setTimeout: (fn, timeout) => setTimeout(fn, timeout).unref(),
   clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout),
 };
-
 
 /** What an ended stream's client is told: reconnect, to this instance or another. */
 const RECONNECT = 'UNAVAILABLE';
@@ -139,6 +148,14 @@ export class XdsServer {
       }
       this.#server.addService(definition, implementation);
     }
+  }
+
+  /**
+   * For tests and diagnostics: how many entries the per-stream and per-connection tables hold.
+   * With no stream open, each is 0 (I3).
+   */
+  sizes(): XdsServerSizes {
+    return { streams: this.#open.size, gates: this.#gates.size, connections: this.#connections.size };
   }
 
   /** Binds `host:port` (port 0 lets the OS choose), over TLS when given credentials, and resolves with the bound address. */
