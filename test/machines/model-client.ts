@@ -1,5 +1,14 @@
 import { Client, credentials } from '@grpc/grpc-js';
-import type { DecodedDeltaResponse, DecodedResponse, Protocol } from '../../src/xds/index.js';
+import {
+  decodeDeltaRequest,
+  decodeRequest,
+  encodeDeltaRequest,
+  encodeRequest,
+  type DecodedDeltaResponse,
+  type DecodedResponse,
+  type Protocol,
+  type StreamRequest,
+} from '../../src/xds/index.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../src/xds/type-urls.js';
 import { AdsStream, DeltaStream, type StreamEnd } from '../support/ads-client.js';
 
@@ -11,7 +20,14 @@ export interface ModelStream {
   readonly count: number;
   /** The resources each LDS and CDS response named, and each Delta response removed, for the wire checks. */
   readonly sent: ReadonlyArray<{ readonly typeUrl: string; readonly names: readonly string[]; readonly removed: readonly string[] }>;
-  ending(): Promise<StreamEnd>;
+  /** The status the server ends it with; fails after `timeoutMs` naming `what` it waited for. */
+  ending(what: string, timeoutMs: number): Promise<StreamEnd>;
+  /**
+   * What it would still send after a newer stream took over, as the server would read them: an
+   * ACK of its last listeners, a NACK of its last clusters and a subscription to `LATE_ROUTE`.
+   * Nonces count from 1 on every stream, so the current stream may well have been sent these.
+   */
+  lateWords(): StreamRequest[];
   /** NACKs the last response it got (of whatever type), keeping what it holds. */
   nack(message: string): void;
   /** ACKs the last listeners again: a request that changes nothing. */
@@ -42,6 +58,16 @@ export interface ModelClient {
 
 export function modelClient(protocol: Protocol, address: string, node: string): ModelClient {
   return protocol === 'delta' ? new DeltaModelClient(address, node) : new SotwModelClient(address, node);
+}
+
+/** The route an earlier stream subscribes to in its late words: no other request names it. */
+export const LATE_ROUTE = 'late-route-of-an-earlier-stream';
+export const LATE_NACK = 'a late NACK from an earlier stream';
+
+/** A request as the server reads it off the wire. */
+function asRead(read: ReturnType<typeof decodeRequest>): StreamRequest {
+  if (!read.ok) throw new Error(`the model client wrote a request the server cannot read: ${read.reason}`);
+  return read.request;
 }
 
 const EDS = (cluster: Record<string, unknown>) => cluster['type'] === 'EDS';
@@ -118,8 +144,18 @@ class SotwModelStream implements ModelStream {
     return this.sent.length;
   }
 
-  ending(): Promise<StreamEnd> {
-    return this.ads.ending();
+  ending(what: string, timeoutMs: number): Promise<StreamEnd> {
+    return this.ads.ending(what, timeoutMs);
+  }
+
+  lateWords(): StreamRequest[] {
+    const last = (typeUrl: string) => [...this.ads.responses].reverse().find((response) => response.typeUrl === typeUrl);
+    const [listeners, clusters] = [last(LISTENER), last(CLUSTER)];
+    return [
+      { typeUrl: LISTENER, versionInfo: listeners?.versionInfo ?? '', responseNonce: listeners?.nonce ?? '1' },
+      { typeUrl: CLUSTER, versionInfo: '', responseNonce: clusters?.nonce ?? '1', errorDetail: { code: 3, message: LATE_NACK } },
+      { typeUrl: ROUTE, resourceNames: [LATE_ROUTE] },
+    ].map((request) => asRead(decodeRequest(encodeRequest(request))));
   }
 
   cancel(): void {
@@ -225,8 +261,17 @@ class DeltaModelStream implements ModelStream {
     return this.sent.length;
   }
 
-  ending(): Promise<StreamEnd> {
-    return this.ads.ending();
+  ending(what: string, timeoutMs: number): Promise<StreamEnd> {
+    return this.ads.ending(what, timeoutMs);
+  }
+
+  lateWords(): StreamRequest[] {
+    const last = (typeUrl: string) => [...this.ads.responses].reverse().find((response) => response.typeUrl === typeUrl);
+    return [
+      { typeUrl: LISTENER, responseNonce: last(LISTENER)?.nonce ?? '1' },
+      { typeUrl: CLUSTER, responseNonce: last(CLUSTER)?.nonce ?? '1', errorDetail: { code: 3, message: LATE_NACK } },
+      { typeUrl: ROUTE, subscribe: [LATE_ROUTE] },
+    ].map((request) => asRead(decodeDeltaRequest(encodeDeltaRequest(request))));
   }
 
   cancel(): void {

@@ -1,15 +1,20 @@
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { pino } from 'pino';
 import { Subject } from 'rxjs';
 import { expect } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { createControlPlane, type ControlPlane } from '../../src/index.js';
+import { createControlPlane, type ControlPlane, type ResourceStore } from '../../src/index.js';
 import type { SessionView } from '../../src/machines/index.js';
 import { generate } from '../../src/mesh/index.js';
-import { decodeAny, type Protocol, type Snapshot } from '../../src/xds/index.js';
+import { decodeAny, type Protocol, type SessionGateway, type Snapshot, type StreamRequest, type StreamSink, type TypeUrl } from '../../src/xds/index.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 import { ScriptedLog } from '../store/scripted-log.js';
 import { modelClient, type ModelClient, type ModelStream } from './model-client.js';
 import type { ModelEvent, ModelPhase, ModelState } from './session-model.js';
+
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc') as () => void;
 
 export const NODE = 'default.model';
 export const GRACE = 10_000;
@@ -43,6 +48,63 @@ function phaseOf(view: SessionView | undefined): ModelPhase | 'catching-up' | 'c
 /** `none` and `evicted` look alike from outside: no session. */
 const outside = (phase: ModelPhase): ModelPhase => (phase === 'none' ? 'evicted' : phase);
 
+type FollowUp = Parameters<SessionGateway['request']>;
+
+/** The kind of session event the server makes of a request after a stream's first, as xds-server.ts decides it. */
+const kindOf = (request: StreamRequest): FollowUp[2] => (request.errorDetail ? 'xds.nacked' : request.responseNonce !== '' ? 'xds.acked' : 'xds.requested');
+
+/**
+ * Between the xDS server and the sessions (the `sessionGateway` seam): it counts what the
+ * sessions send, and hands them each stream's sink wrapped in an object only they hold, so a
+ * weak reference to it shows whether they let go of the stream (I3).
+ */
+class WatchedGateway implements SessionGateway {
+  /** Responses the sessions sent, on any stream. */
+  sent = 0;
+  readonly #sinks: Array<{ readonly stream: string; readonly sink: WeakRef<StreamSink> }> = [];
+
+  constructor(readonly sessions: SessionGateway) {}
+
+  open(...[stream, sink, node, request]: Parameters<SessionGateway['open']>): void {
+    const watched: StreamSink = {
+      send: (response) => {
+        this.sent += 1;
+        return sink.send(response);
+      },
+      end: (status) => sink.end(status),
+    };
+    this.#sinks.push({ stream: stream.id, sink: new WeakRef(watched) });
+    this.sessions.open(stream, watched, node, request);
+  }
+
+  request(...args: FollowUp): void {
+    this.sessions.request(...args);
+  }
+
+  close(...args: Parameters<SessionGateway['close']>): void {
+    this.sessions.close(...args);
+  }
+
+  /** The streams whose sinks the sessions still hold: only as true as the last garbage collection. */
+  held(): string[] {
+    return this.#sinks.filter(({ sink }) => sink.deref() !== undefined).map(({ stream }) => stream);
+  }
+}
+
+/**
+ * I3 for stream sinks, which the sessions keep out of sight: the streams of `replays` (each
+ * stopped, with its control plane still referenced) whose sinks the sessions still hold, after
+ * a full garbage collection. A sink kept after its stream ended is never let go, so one look
+ * after the plane stopped finds every sink any eviction or end left behind; one collection for
+ * many replays, as each costs about 100 ms.
+ */
+export async function sinksStillHeld(replays: Iterable<{ readonly name: string; readonly replay: ModelReplay }>): Promise<string[]> {
+  // A weak reference's target lives to the end of the job that made or read it: collect in a later turn.
+  await new Promise((resolve) => setImmediate(resolve));
+  gc();
+  return [...replays].flatMap(({ name, replay }) => replay.gateway.held().map((stream) => `${name}: stream ${stream}`));
+}
+
 /**
  * A real control plane made by `createControlPlane` (memory log behind a switch that can make
  * it unreadable, a simulated clock, a hand-driven watchdog) and one Envoy-like node, on which a
@@ -51,23 +113,32 @@ const outside = (phase: ModelPhase): ModelPhase => (phase === 'none' ? 'evicted'
 export class ModelReplay {
   readonly #served = new Set<ModelStream>();
   readonly #closedAt = new Map<ModelStream, number>();
+  /** Each stream's id on the server, known once it was handled. */
+  readonly #ids = new Map<ModelStream, string>();
+  /** The change feed's listeners with no session: the control plane's own. */
+  readonly #feedListeners: number;
   #variant = 0;
   #barriers = 0;
   #stopped = false;
 
   private constructor(
     readonly cp: ControlPlane,
+    readonly store: ResourceStore,
+    readonly gateway: WatchedGateway,
     readonly log: ScriptedLog,
     readonly clock: SimulatedClock,
     readonly watchdog: Subject<void>,
     readonly client: ModelClient,
-  ) {}
+  ) {
+    this.#feedListeners = store.sizes().listeners;
+  }
 
   /** A control plane and a node that speaks `protocol`. */
   static async start(protocol: Protocol): Promise<ModelReplay> {
     const log = new ScriptedLog();
     const clock = new SimulatedClock();
     const watchdog = new Subject<void>();
+    let gateway: WatchedGateway | undefined;
     const cp = createControlPlane({
       xdsAddress: '127.0.0.1:0',
       apiAddress: false,
@@ -78,10 +149,11 @@ export class ModelReplay {
       watchdog,
       recordTicks: new Subject<void>(),
       clock,
+      sessionGateway: (sessions) => (gateway = new WatchedGateway(sessions)),
     });
     await cp.start();
     await cp.apply(modelDataplane(0));
-    return new ModelReplay(cp, log, clock, watchdog, modelClient(protocol, cp.addresses.xds, NODE));
+    return new ModelReplay(cp, cp.store, gateway!, log, clock, watchdog, modelClient(protocol, cp.addresses.xds, NODE));
   }
 
   /** Carries out `event` and checks that the server rests where the model says, with the invariants holding. */
@@ -99,14 +171,18 @@ export class ModelReplay {
         const old = client.current!;
         // On one connection, in one turn: the new stream's first requests, then a NACK on the old
         // one. grpc-js hands the server the old stream's data first, so it is the old stream's last
-        // word; it must not reach the new stream. (Requests arriving after the supersede cannot be
-        // made to on the wire: test/sessions/session-registry.test.ts sends them to the registry.)
+        // word before the new one takes over; it must not reach the new stream.
         client.open(before.holds, 'shared');
         old.nack('sent on a superseded stream');
-        expect((await old.ending()).code, `${where}: the superseded stream's status`).toBe(10);
+        expect((await old.ending(`status of the superseded stream, at ${where}`, SETTLE_MS)).code, `${where}: the superseded stream's status`).toBe(10);
         this.#closedAt.set(old, old.count);
+        // The new stream has taken over; what the old one sends from now on, the server no longer reads.
+        this.#lateWords(old, where);
         break;
       }
+      case 'late':
+        this.#lateWords(client.streams.at(-2)!, where);
+        break;
       case 'close': {
         const stream = client.current!;
         stream.cancel();
@@ -148,7 +224,7 @@ export class ModelReplay {
         await cp.stop();
         this.#stopped = true;
         if (stream !== undefined && (before.phase === 'generating' || before.phase === 'store-unreadable' || before.phase === 'serving')) {
-          expect((await stream.ending()).code, `${where}: the status of the stream at shutdown`).toBe(14);
+          expect((await stream.ending(`status of the stream at shutdown, at ${where}`, SETTLE_MS)).code, `${where}: the status of the stream at shutdown`).toBe(14);
           this.#closedAt.set(stream, stream.count);
         }
         break;
@@ -179,6 +255,28 @@ export class ModelReplay {
   }
 
   /**
+   * An earlier stream's late words, delivered to the sessions as the server would report them if
+   * it still read that stream (it does not: the server stops reading a stream once it is ended,
+   * so on the wire they never arrive): an ACK, a NACK, a new subscription, then its close. They
+   * change nothing, at once (I4): the node is served by the same stream, its types and story are
+   * as they were, and nothing is sent on any stream.
+   */
+  #lateWords(stream: ModelStream, where: string): void {
+    const id = this.#ids.get(stream);
+    if (id === undefined) throw new Error(`${where}: the earlier stream was never handled by the server, so it has no id to speak with`);
+    const before = this.#view();
+    const sent = this.gateway.sent;
+    for (const request of stream.lateWords()) this.gateway.sessions.request(NODE, id, kindOf(request), request as StreamRequest & { readonly typeUrl: TypeUrl });
+    this.gateway.sessions.close(NODE, id, 'the earlier stream closed, late');
+    const after = this.#view();
+    expect(after?.stream?.id, `${where}: the stream serving the node after an earlier stream's late words (I4)`).toBe(before?.stream?.id);
+    expect(after?.state, `${where}: the state after an earlier stream's late words (I4)`).toBe(before?.state);
+    expect(after?.types, `${where}: the types after an earlier stream's late words (I4)`).toEqual(before?.types);
+    expect(after?.transitions, `${where}: the story after an earlier stream's late words (I4)`).toEqual(before?.transitions);
+    expect(this.gateway.sent - sent, `${where}: responses sent on account of an earlier stream's late words (I4)`).toBe(0);
+  }
+
+  /**
    * Waits until the server rests where the model says and the conversation is over: the server
    * has handled everything the client sent (a barrier request on the stream, handled in order),
    * and the client has answered every response, round after round until one brings nothing new
@@ -200,6 +298,7 @@ export class ModelReplay {
       }, deadline, () => `${where}: the server did not rest in ${phase} within ${SETTLE_MS} ms, with no store write or tick to help it (I2): ${this.#describe()}`);
       if (!streaming || stream.count === seen) break;
     }
+    if (streaming) this.#ids.set(stream, this.#view()!.stream!.id);
     if (phase === 'serving') this.#served.add(stream!);
   }
 
@@ -262,9 +361,16 @@ export class ModelReplay {
     }
   }
 
-  /** I3: an evicted session (or a stopped plane) leaves no session, no timer and no metric series behind. */
+  /**
+   * I3: an evicted session (or a stopped plane) leaves no session, no stream or connection
+   * entry, no timer, no listener on the change feed and no metric series behind (and no stream
+   * sink: `sinksStillHeld`).
+   */
   async #checkNothingLeft(where: string): Promise<void> {
     expect(this.cp.listSessions(), `${where}: sessions left`).toEqual([]);
+    expect(this.cp.sizes(), `${where}: the control plane's per-node and per-stream tables`).toEqual({ sessions: 0, streams: 0, gates: 0, connections: 0 });
+    const listeners = this.#stopped ? 0 : this.#feedListeners;
+    expect(this.store.sizes(), `${where}: listeners on the change feed and callers waiting on it`).toEqual({ listeners, refreshes: 0 });
     const timers = (this.clock as unknown as { timeouts: Map<unknown, unknown> }).timeouts;
     expect(timers.size, `${where}: session timers left on the clock`).toBe(0);
     const metrics = await this.cp.metrics.text();

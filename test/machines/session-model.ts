@@ -31,8 +31,16 @@ export type ModelEvent =
   | { readonly type: 'connect' }
   /** The client opens a new stream naming the versions it holds (after a cut, a restart, a move). */
   | { readonly type: 'reconnect' }
-  /** A new stream of the node opens while one is open; the old one, still writable, sends a NACK. */
+  /**
+   * A new stream of the node opens while one is open; the old one, still writable, sends a NACK
+   * before the new one takes over, and its late words after (see `late`).
+   */
   | { readonly type: 'supersede' }
+  /**
+   * The node's earlier stream (superseded, or closed) sends an ACK, a NACK and a new
+   * subscription, and closes, after the current stream took over: nothing changes (I4).
+   */
+  | { readonly type: 'late' }
   | { readonly type: 'close' }
   /** On the current stream: an ACK again, a NACK of the last clusters, a request that changes nothing. */
   | { readonly type: 'ack' }
@@ -89,6 +97,7 @@ export function eventsFor(state: ModelState): ModelEvent[] {
   if (AWAY.has(phase)) events.push({ type: 'connect' });
   if (AWAY.has(phase) && state.holds) events.push({ type: 'reconnect' });
   if (STREAMING.has(phase)) events.push({ type: 'supersede' }, { type: 'close' }, { type: 'ack' }, { type: 'nack' }, { type: 'request' });
+  if (STREAMING.has(phase) && state.streams === 2) events.push({ type: 'late' });
   if (state.storeUp) {
     events.push(state.dataplane ? { type: 'write' } : { type: 'create' });
     if (state.dataplane) events.push({ type: 'delete' });
@@ -116,6 +125,7 @@ export function step(state: ModelState, event: ModelEvent): ModelState {
     case 'ack':
     case 'nack':
     case 'request':
+    case 'late':
       return state;
     case 'write':
       return written(state, true);
@@ -149,6 +159,19 @@ const traversal = {
   serializeEvent: (event: ModelEvent) => event.type,
 };
 
+/**
+ * Transitions the generated paths must take, wherever they can be taken, beyond reaching every
+ * state: each is a step that may leave the model where it was, or in a state a shorter path
+ * reaches, so a path to every state alone would not take it. The shortest path to each state
+ * from which one can be taken is extended by it.
+ */
+export const CHOSEN_TRANSITIONS: Readonly<Record<string, (state: ModelState, event: ModelEvent) => boolean>> = {
+  // kuma#2171's own path: a change is missed while away, and the node comes back naming the old versions.
+  'a reconnect after a change missed while away': (state, event) => event.type === 'reconnect' && state.stale,
+  'the catch-up the store failed, retried on a tick once it can be read': (state, event) => event.type === 'tick' && state.phase === 'store-unreadable' && state.storeUp,
+  'an earlier stream’s late words': (state, event) => event.type === 'late',
+};
+
 /** Paths chosen by hand for what the model must cover: each a scenario of the issue or of kuma#2171. */
 export const SCENARIOS: Readonly<Record<string, readonly ModelEvent['type'][]>> = {
   // The seed: served, closed, back before the grace and after it, each time served afresh; a change meanwhile.
@@ -161,19 +184,41 @@ export const SCENARIOS: Readonly<Record<string, readonly ModelEvent['type'][]>> 
   'shutdown while away': ['connect', 'close', 'storeDown', 'shutdown'],
 };
 
+/** The path that takes `types` from the start. */
+const pathOf = (types: readonly ModelEvent['type'][]): ModelPath[] => getPathsFromEvents(sessionModel, types.map((type) => ({ type })) as ModelEvent[], traversal);
+
+/** The events of a path, its init step left out. */
+const typesOf = (path: ModelPath) => path.steps.map((s) => s.event.type).filter((type) => (type as string) !== 'xstate.init');
+
 /**
- * The paths replayed: the shortest path to every state of the model (each combination of phase
- * and facts it can be in), and the scenarios chosen by hand.
+ * The generated paths: the shortest path to every state of the model (each combination of
+ * phase and facts it can be in), and each of those extended by a `CHOSEN_TRANSITIONS` step
+ * where it can take one.
  */
-export function modelPaths(): ModelPath[] {
+export function generatedPaths(): ModelPath[] {
   const shortest = getShortestPaths(sessionModel, { ...traversal, stopWhen: (snapshot) => snapshot.context.phase === 'stopped' });
-  const chosen = Object.values(SCENARIOS).flatMap((types) => getPathsFromEvents(sessionModel, types.map((type) => ({ type })) as ModelEvent[], traversal));
-  const unique = new Map<string, ModelPath>();
-  for (const found of [...shortest, ...chosen]) {
+  const chosen = Object.values(CHOSEN_TRANSITIONS);
+  const extended = shortest.flatMap((path) =>
+    eventsFor(path.state.context)
+      .filter((event) => chosen.some((takes) => takes(path.state.context, event)))
+      .flatMap((event) => pathOf([...typesOf(path), event.type])),
+  );
+  return unique([...shortest, ...extended]);
+}
+
+/** The paths replayed: the generated ones, and the scenarios chosen by hand. */
+export function modelPaths(): ModelPath[] {
+  return unique([...generatedPaths(), ...Object.values(SCENARIOS).flatMap(pathOf)]);
+}
+
+/** Paths with at least one step, each sequence of events once. */
+function unique(paths: readonly ModelPath[]): ModelPath[] {
+  const byEvents = new Map<string, ModelPath>();
+  for (const found of paths) {
     // A path may start with the logic's own init step: nothing happens to the session there.
     const path = { ...found, steps: found.steps.filter((s) => (s.event.type as string) !== 'xstate.init') };
     if (path.steps.length === 0) continue;
-    unique.set(path.steps.map((s) => s.event.type).join(' '), path);
+    byEvents.set(path.steps.map((s) => s.event.type).join(' '), path);
   }
-  return [...unique.values()];
+  return [...byEvents.values()];
 }
