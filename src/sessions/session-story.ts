@@ -1,5 +1,9 @@
 import type { SessionEvent, SessionStateId, TransitionRecord } from '../machines/index.js';
+import { storableText } from '../storable-text.js';
 import { TransitionRing } from './transition-ring.js';
+
+/** The most characters of a close reason a story keeps: a status message has at most 1,024. */
+const MAX_REASON = 1_024;
 
 /**
  * A session's story: its recent transitions, oldest first, each with the facts of the event
@@ -45,7 +49,8 @@ function detailOf(event: SessionEvent): Record<string, string | number> | undefi
       return detail;
     }
     case 'stream.closed':
-      return { stream: event.streamId, reason: event.reason };
+      // The reason may quote what the client sent (a changed node id), and the story is saved with the session records.
+      return { stream: event.streamId, reason: storableText(event.reason, MAX_REASON) };
     case 'snapshot.generated':
       return { revision: event.snapshot.revision, resources: event.snapshot.resourceCount };
     case 'snapshot.failed':

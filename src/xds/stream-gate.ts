@@ -1,7 +1,11 @@
+import { clip } from '../excerpt.js';
 import type { TypeUrl } from './type-urls.js';
 import { expiredRefusal, type Admission, type Refusal, type StreamAdmission, type StreamAuthentication } from './stream-admission.js';
 import type { EndStatus } from './stream-writer.js';
 import type { Protocol, StreamRequest } from './xds-request.js';
+
+/** The most characters of a changed node id a refusal quotes: a valid one has at most 127. */
+const NODE_ID_QUOTED = 128;
 
 /** The longest delay Node's `setTimeout` keeps; past it, the timer fires after 1 ms. */
 const MAX_TIMER_DELAY = 2 ** 31 - 1;
@@ -143,7 +147,9 @@ export class StreamGate {
   #forward(node: string, request: TypedRequest): void {
     if (request.nodeId !== undefined && request.nodeId !== node) {
       // Kuma's rule: a stream speaks for one node, the one it was admitted as.
-      return this.#refuse(node, { code: 'PERMISSION_DENIED', reason: 'node-changed', message: `node id cannot change on a stream: it opened as ${node}, then sent ${request.nodeId}` });
+      // A later request's node id is not checked against the limits: quote it cut short (issue 11).
+      const sent = clip(request.nodeId, NODE_ID_QUOTED);
+      return this.#refuse(node, { code: 'PERMISSION_DENIED', reason: 'node-changed', message: `node id cannot change on a stream: it opened as ${node}, then sent ${sent}` });
     }
     this.#options.outcomes.request(node, request);
   }

@@ -50,7 +50,8 @@ export class StreamWriter implements StreamSink {
   end(status: EndStatus): void {
     if (!this.#open) return;
     this.#open = false;
-    this.call.emit('error', { code: grpcStatus[status.code], details: clip(status.message, MAX_STATUS_MESSAGE) });
+    // `clip` marks a cut with one more character: the message sent, `…` included, has at most MAX_STATUS_MESSAGE.
+    this.call.emit('error', { code: grpcStatus[status.code], details: clip(status.message, MAX_STATUS_MESSAGE - 1) });
   }
 
   /** The stream closed from the other side; drop anything still owed. */

@@ -2,6 +2,8 @@ import { status } from '@grpc/grpc-js';
 import { Subject } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openEventLog, type EventLog } from '../../src/store/index.js';
+import { ResponseEncoder } from '../../src/xds/response-encoder.js';
+import { MAX_STATUS_MESSAGE, StreamWriter } from '../../src/xds/stream-writer.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
 import { AdsStream } from '../support/ads-client.js';
 import { startHarness, type Harness } from '../support/harness.js';
@@ -62,6 +64,33 @@ describe('issue 11: a refusal is delivered, however large the value it refuses',
     expect(end.code).toBe(status.INVALID_ARGUMENT);
     expect(end.details).toContain(`"${node.slice(0, 64)}…" (208 characters)`);
     expect(end.details.length).toBeLessThan(400);
+  });
+
+  it('sends a status message of at most 1,024 characters, the mark of its cut included', () => {
+    const sent: Array<{ readonly details: string }> = [];
+    const call = { emit: (_event: string, status: { details: string }) => sent.push(status) };
+    new StreamWriter(call as unknown as ConstructorParameters<typeof StreamWriter>[0], new ResponseEncoder('test')).end({ code: 'INVALID_ARGUMENT', message: 'x'.repeat(5_000) });
+    expect(sent.map(({ details }) => details.length)).toEqual([MAX_STATUS_MESSAGE]);
+    expect(sent[0]!.details.endsWith('…')).toBe(true);
+  });
+
+  it('quotes a node id a later request changes to cut short, however long: it is not checked against the limits (found by fuzz-xds)', async () => {
+    const stream = open();
+    stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
+    await stream.nextResponse();
+    stream.send({ typeUrl: CLUSTER, nodeId: '\u0000'.repeat(3_000) });
+    const end = await stream.ending();
+    expect(end.code).toBe(status.PERMISSION_DENIED);
+    expect(end.details).toMatch(/^node id cannot change on a stream: it opened as default\.backend-1, then sent \u0000{128}… \(node default\.backend-1\)$/);
+    // The session's story keeps the reason its stream ended, made storable: the records are saved still.
+    save.next();
+    await vi.waitFor(async () => {
+      const records = await log.sessionRecords.list(60_000);
+      const body = records.find((record) => record.node === 'default.backend-1')?.body as { state: string; transitions?: unknown } | undefined;
+      expect(body?.state).toBe('disconnected');
+    });
+    const closed = harness.cp.session('default.backend-1')?.transitions.findLast((step) => step.event === 'stream.closed');
+    expect(closed?.detail?.['reason']).toMatch(/then sent \ufffd{128}…/);
   });
 });
 
