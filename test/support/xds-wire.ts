@@ -32,6 +32,20 @@ export function wideStruct(bytes: number): Uint8Array {
   return field(1, concat(field(1, 'padding'), field(2, field(3, 'x'.repeat(bytes)))));
 }
 
+/** A Struct `{ a: [[[ … ]]] }`: lists nested `depth` levels inside one field, built inside out without recursion. */
+export function nestedList(depth: number): Uint8Array {
+  // An empty Value; each level is a Value { list_value = 6: ListValue { values = 1: the inner Value } }.
+  let value: Uint8Array = new Uint8Array();
+  for (let level = 1; level < depth; level += 1) value = field(6, field(1, value));
+  return field(1, concat(field(1, 'a'), field(2, value)));
+}
+
+/** A Struct of `count` string fields, `<key><i>: <value>`: wide in keys rather than in bytes. */
+export function manyFields(count: number, key: string, value: string): Uint8Array {
+  const entry = (i: number) => field(1, concat(field(1, `${key}${i}`), field(2, field(3, value))));
+  return concat(...Array.from({ length: count }, (_, i) => entry(i)));
+}
+
 export interface WireRequestSpec {
   readonly typeUrl: string;
   readonly nodeId?: string;
@@ -46,4 +60,13 @@ export function discoveryRequestBytes(spec: WireRequestSpec): Uint8Array {
       ? []
       : [field(2, concat(...(spec.nodeId === undefined ? [] : [field(1, spec.nodeId)]), ...(spec.metadata ? [field(3, spec.metadata)] : [])))];
   return concat(...node, ...(spec.resourceNames ?? []).map((name) => field(3, name)), field(4, spec.typeUrl));
+}
+
+/** A DeltaDiscoveryRequest: node = 1 { id = 1, metadata = 3 }, type_url = 2, resource_names_subscribe = 3. */
+export function deltaDiscoveryRequestBytes(spec: WireRequestSpec): Uint8Array {
+  const node =
+    spec.nodeId === undefined && spec.metadata === undefined
+      ? []
+      : [field(1, concat(...(spec.nodeId === undefined ? [] : [field(1, spec.nodeId)]), ...(spec.metadata ? [field(3, spec.metadata)] : [])))];
+  return concat(...node, field(2, spec.typeUrl), ...(spec.resourceNames ?? []).map((name) => field(3, name)));
 }
