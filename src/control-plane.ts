@@ -134,6 +134,8 @@ class ChanceryControlPlane implements ControlPlane {
   readonly #xds: XdsServer;
   readonly metrics: ControlPlaneMetrics;
   readonly #refusals = new RefusalLog();
+  /** One time-sliced scheduler for the sessions' fan-out, ticks and catch-ups, and the session records. */
+  readonly #scheduler = new SessionScheduler();
   #xdsTls: TlsFiles | undefined;
   #inspector: SessionInspector | undefined;
   #running: Running | undefined;
@@ -180,7 +182,7 @@ class ChanceryControlPlane implements ControlPlane {
       clock: options.clock ?? SYSTEM_CLOCK,
       logger: this.#logger,
       catchUp: () => this.store.refresh(),
-      scheduler: new SessionScheduler(),
+      scheduler: this.#scheduler,
       callbacks: combineCallbacks(metrics, recording, this.#watch, inspecting),
     });
     this.#views = new SessionViews(this.#registry, this.instanceId);
@@ -317,6 +319,7 @@ class ChanceryControlPlane implements ControlPlane {
       ttl: this.#instanceTtl,
       now: this.#now,
       logger: this.#logger,
+      scheduler: this.#scheduler,
     });
     await recorder.flush();
     const ticks = this.#options.recordTicks ?? interval(this.#options.recordInterval ?? DEFAULTS.recordInterval);

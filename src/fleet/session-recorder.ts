@@ -1,13 +1,10 @@
-import { setImmediate } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { SessionView } from '../machines/index.js';
+import type { SessionScheduler } from '../sessions/index.js';
 import type { InstanceRecord, SessionRecordInput, SessionRecords } from '../store/index.js';
 
 /** Transitions kept in a node's record: enough to continue its story on another instance. */
 const RECORDED_TRANSITIONS = 10;
-
-/** Records built per turn of the event loop. */
-const BUILD_SLICE = 500;
 
 export interface SessionRecorderOptions {
   readonly records: SessionRecords;
@@ -20,6 +17,8 @@ export interface SessionRecorderOptions {
   /** Epoch ms. */
   readonly now: () => number;
   readonly logger: Logger;
+  /** The sessions' scheduler: records are built in its slices of time, in turn with the sessions' own work. */
+  readonly scheduler: Pick<SessionScheduler, 'schedule' | 'settled' | 'busy'>;
 }
 
 /**
@@ -57,20 +56,29 @@ export class SessionRecorder {
   }
 
   async #save(): Promise<void> {
-    const { records, sessions, ttl, logger, now } = this.#options;
+    const { records, sessions, ttl, logger, now, scheduler } = this.#options;
     const nodes = this.#dirty;
     this.#dirty = new Map();
     const upserts: SessionRecordInput[] = [];
     const removals: string[] = [];
-    let built = 0;
-    for (const [node, story] of nodes) {
-      const view = sessions.get(node);
-      if (view) upserts.push(recordOf(view, story, now));
-      else removals.push(node);
-      // Optimization: after a change every session ACKs, and 10,000 views in one loop would
-      // stall the event loop for over 100 ms (bench/README.md, ui).
-      if (++built % BUILD_SLICE === 0) await setImmediate();
-    }
+    let failure: { readonly error: unknown } | undefined;
+    // Optimization: after a change every session ACKs, and 10,000 views in one loop would
+    // stall the event loop for over 100 ms (bench/README.md, ui): built in the scheduler's slices.
+    scheduler.schedule([...nodes], ([node, story]) => {
+      try {
+        const view = sessions.get(node);
+        if (view) upserts.push(recordOf(view, story, now));
+        else removals.push(node);
+      } catch (error) {
+        // Thrown in a slice, it would stop the sessions' work too: this flush fails instead.
+        failure ??= { error };
+      }
+    });
+    // Built at once when nothing was queued before it: saved from the state the flush was asked
+    // in, within its turn. Built over later turns, they keep the scheduler busy, and a watchdog
+    // tick meanwhile is skipped as it is during a fan-out.
+    if (scheduler.busy) await scheduler.settled();
+    if (failure !== undefined) throw failure.error;
     try {
       const joined = await records.save({ instance: this.#options.instance(), upserts, removals });
       // New to the store (first save, expired while it could not save, or a restart): others

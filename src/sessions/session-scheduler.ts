@@ -19,9 +19,10 @@ interface Batch {
 
 /**
  * Runs work over many sessions in slices bounded by time, one batch after another in the order
- * they were scheduled: a store change, a watchdog tick or a storm of finished catch-ups reaching
- * 10,000 sessions never holds the event loop for more than a slice, so pushes, ACKs and the API
- * are served between slices (bench/README.md, ui).
+ * they were scheduled: a store change, a watchdog tick, a storm of finished catch-ups or the
+ * session records' views reaching 10,000 sessions never holds the event loop for more than a
+ * slice, so pushes, ACKs and the API are served between slices (bench/README.md, ui). Work must
+ * not throw: a batch that throws stops the queue.
  */
 export class SessionScheduler {
   readonly #now: () => number;
@@ -46,6 +47,14 @@ export class SessionScheduler {
     if (items.length === 0) return;
     this.#queue.push({ items, work: work as (item: unknown) => void, next: 0 });
     if (this.#queue.length === 1 && !this.#pending) this.#run();
+  }
+
+  /**
+   * Resolves once the work scheduled before this call has run (batches run in the order they
+   * were scheduled: this is one more), for a caller that must wait for its own batch.
+   */
+  settled(): Promise<void> {
+    return new Promise((resolve) => this.schedule([resolve], (done) => done()));
   }
 
   #run(): void {

@@ -65,6 +65,26 @@ describe('the session scheduler', () => {
     expect(done).toEqual([...Array.from({ length: 20 }, (_, i) => `a${i}`), 'c', 'b']);
   });
 
+  it('says when the work scheduled before it has run, not before, for a caller that waits for its own batch', async () => {
+    const driven = handDriven(8);
+    const done: number[] = [];
+    const tick = driven.cost(1);
+    driven.scheduler.schedule(Array.from({ length: 40 }, (_, i) => i), (n) => {
+      done.push(n);
+      tick();
+    });
+    let settled = false;
+    const waiting = driven.scheduler.settled().then(() => (settled = true));
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    while (driven.turn());
+    await waiting;
+    expect(done).toHaveLength(40);
+    // With nothing scheduled, at once.
+    await driven.scheduler.settled();
+    expect(driven.scheduler.busy).toBe(false);
+  });
+
   it('ignores an empty batch', () => {
     const { scheduler, waiting } = handDriven();
     scheduler.schedule([], () => {
