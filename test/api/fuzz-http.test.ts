@@ -202,6 +202,9 @@ const storable = (text: string) => Buffer.from(text, 'utf8').toString('utf8') ==
  */
 function mustWrite(field: Field, value: unknown): boolean | undefined {
   if (field === 'none') return true;
+  // JSON and YAML leave an undefined value out: a tag without it is simply not there; a missing
+  // name, service, address or port is for the rules on required fields, not this property.
+  if (value === undefined) return field === 'tag value' ? true : undefined;
   if (field === 'port') return typeof value === 'string' ? false : undefined;
   if (typeof value !== 'string') return false;
   switch (field) {
