@@ -43,6 +43,11 @@ class PacedAdmission {
     this.#nextTurn();
   }
 
+  /** The listener closed: connections still waiting are never served, so they are ended now, and their clients reconnect elsewhere. */
+  drop(): void {
+    for (const socket of this.#waiting.splice(0)) socket.destroy();
+  }
+
   #admit(socket: Socket): void {
     this.#admitted++;
     socket.off('error', ignore);
@@ -69,7 +74,7 @@ class PacedAdmission {
 
 const ignore = () => {};
 
-/** A bound listener feeding a grpc-js server; `close` stops accepting (open connections stay). */
+/** A bound listener feeding a grpc-js server; `close` stops accepting (served connections stay, waiting ones end). */
 export interface GrpcListener {
   /** `host:port` as bound (the port the OS chose for port 0). */
   readonly address: string;
@@ -93,7 +98,11 @@ export function listenForGrpc(server: Server, address: string, credentials: Serv
       listener.off('error', reject);
       const bound = listener.address();
       const port = typeof bound === 'object' && bound !== null ? bound.port : parsed.port;
-      resolve({ address: formatHostPort({ host: parsed.host, port }), close: () => listener.close() });
+      const close = () => {
+        listener.close();
+        admission.drop();
+      };
+      resolve({ address: formatHostPort({ host: parsed.host, port }), close });
     });
   });
 }
