@@ -1,4 +1,4 @@
-import { lastResponseNacked, SESSION_STATES, sessionStateOf, stateIdOf, viewOf, type SessionState, type SessionView } from '../machines/index.js';
+import { lastResponseNacked, SESSION_STATES, sessionStateOf, viewOf, type SessionState, type SessionView } from '../machines/index.js';
 import { decodeAny, PROTOCOLS, SHORT_NAME, type Protocol } from '../xds/index.js';
 import type { Session, SessionRegistry } from './session-registry.js';
 
@@ -107,5 +107,5 @@ export class SessionViews {
 }
 
 function stateOf(session: Session): SessionState {
-  return sessionStateOf(stateIdOf(session.actor.getSnapshot().value));
+  return sessionStateOf(session.at);
 }

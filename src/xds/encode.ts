@@ -83,16 +83,27 @@ function encodeAny(typeUrl: string, value: Uint8Array): Uint8Array {
 
 /** A length-delimited protobuf field (wire type 2): tag, varint length, bytes. */
 export function lengthDelimited(field: number, bytes: Uint8Array): Buffer {
-  return Buffer.concat([varint((field << 3) | 2), varint(bytes.length), bytes]);
+  const tag = (field << 3) | 2;
+  const out = Buffer.allocUnsafe(varintSize(tag) + varintSize(bytes.length) + bytes.length);
+  const at = writeVarint(out, writeVarint(out, 0, tag), bytes.length);
+  out.set(bytes, at);
+  return out;
 }
 
-function varint(value: number): Buffer {
-  const out: number[] = [];
+/** Bytes a varint of `value` (0 to 2³²−1) takes. */
+export function varintSize(value: number): number {
+  let size = 1;
+  for (let rest = value >>> 7; rest > 0; rest >>>= 7) size++;
+  return size;
+}
+
+/** Writes `value` as a varint at `at`; returns where the next byte goes. */
+export function writeVarint(out: Uint8Array, at: number, value: number): number {
   let rest = value >>> 0;
   while (rest > 0x7f) {
-    out.push((rest & 0x7f) | 0x80);
+    out[at++] = (rest & 0x7f) | 0x80;
     rest >>>= 7;
   }
-  out.push(rest);
-  return Buffer.from(out);
+  out[at++] = rest;
+  return at;
 }

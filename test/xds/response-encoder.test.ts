@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { CLUSTER, encodeResource, ENDPOINT } from '../../src/xds/index.js';
+import { envoyRoot } from '../../src/xds/protos.js';
+import { ResponseEncoder } from '../../src/xds/response-encoder.js';
+
+// What a client reads: Envoy's own messages, decoded by protobufjs from the bytes Chancery writes.
+const DiscoveryResponse = () => envoyRoot().lookupType('envoy.service.discovery.v3.DiscoveryResponse');
+const DeltaDiscoveryResponse = () => envoyRoot().lookupType('envoy.service.discovery.v3.DeltaDiscoveryResponse');
+
+function endpoints(name: string, hosts: number) {
+  return encodeResource(ENDPOINT, name, {
+    cluster_name: name,
+    endpoints: [
+      {
+        lb_endpoints: Array.from({ length: hosts }, (_, i) => ({
+          endpoint: { address: { socket_address: { address: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, port_value: 8080 } } },
+        })),
+      },
+    ],
+  });
+}
+
+describe('ResponseEncoder', () => {
+  // Field lengths of one, two and three varint bytes; text with multi-byte UTF-8.
+  const small = endpoints('svc-a', 1);
+  const medium = endpoints('svc-b', 20);
+  const large = endpoints('svc-c', 1_000);
+
+  it('writes a DiscoveryResponse that decodes to the response it was given, resources in order', () => {
+    const encoder = new ResponseEncoder('instance-é');
+    const resources = [large, small, medium];
+    const bytes = encoder.encode({ protocol: 'sotw', typeUrl: ENDPOINT, version: 'v-ü-1', nonce: 'nonce-ß-42', resources });
+    const decoded = DiscoveryResponse().toObject(DiscoveryResponse().decode(bytes), { bytes: Buffer }) as Record<string, any>;
+    expect(decoded.version_info).toBe('v-ü-1');
+    expect(decoded.nonce).toBe('nonce-ß-42');
+    expect(decoded.type_url).toBe(ENDPOINT);
+    expect(decoded.control_plane.identifier).toBe('instance-é');
+    expect(decoded.resources.map((any: { type_url: string }) => any.type_url)).toEqual([ENDPOINT, ENDPOINT, ENDPOINT]);
+    const wrapped = resources.map((resource) => Buffer.from(resource.any));
+    const sent = decoded.resources.map((any: { type_url: string; value: Buffer }) => {
+      const Any = envoyRoot().lookupType('google.protobuf.Any');
+      return Buffer.from(Any.encode(Any.fromObject(any)).finish());
+    });
+    expect(sent).toEqual(wrapped);
+  });
+
+  it('gives each response its own nonce and version while sharing the resources part', () => {
+    const encoder = new ResponseEncoder('cp');
+    const resources = [small, medium];
+    const first = encoder.encode({ protocol: 'sotw', typeUrl: ENDPOINT, version: '1', nonce: 'a', resources });
+    const second = encoder.encode({ protocol: 'sotw', typeUrl: ENDPOINT, version: '22', nonce: 'bb', resources });
+    const read = (bytes: Buffer) => DiscoveryResponse().toObject(DiscoveryResponse().decode(bytes)) as Record<string, any>;
+    expect([read(first).version_info, read(first).nonce]).toEqual(['1', 'a']);
+    expect([read(second).version_info, read(second).nonce]).toEqual(['22', 'bb']);
+    expect(read(second).resources).toHaveLength(2);
+    expect(first.buffer === second.buffer && first.byteOffset === second.byteOffset).toBe(false);
+  });
+
+  it('writes a DeltaDiscoveryResponse with each resource named and versioned, and the removed names', () => {
+    const encoder = new ResponseEncoder('cp');
+    const cluster = encodeResource(CLUSTER, 'ü-cluster', { name: 'ü-cluster', type: 'EDS', eds_cluster_config: { eds_config: { ads: {} } } });
+    const bytes = encoder.encode({
+      protocol: 'delta',
+      typeUrl: CLUSTER,
+      version: 'system-1',
+      nonce: '7',
+      resources: [cluster],
+      removed: ['gone-a', 'gone-ö'],
+    });
+    const decoded = DeltaDiscoveryResponse().toObject(DeltaDiscoveryResponse().decode(bytes)) as Record<string, any>;
+    expect(decoded.system_version_info).toBe('system-1');
+    expect(decoded.nonce).toBe('7');
+    expect(decoded.type_url).toBe(CLUSTER);
+    expect(decoded.removed_resources).toEqual(['gone-a', 'gone-ö']);
+    expect(decoded.resources.map((resource: { name: string; version: string }) => [resource.name, resource.version])).toEqual([['ü-cluster', cluster.version]]);
+    expect(decoded.control_plane.identifier).toBe('cp');
+  });
+});
