@@ -19,22 +19,21 @@ const RESOURCE_VERSION = 1;
 const RESOURCE_RESOURCE = 2;
 const RESOURCE_NAME = 3;
 
-/** A part of a response: bytes encoded before (a cached field), or a string field written now. */
-type Part = Uint8Array | { readonly field: number; readonly text: string };
+/** A part of a response: a field encoded before (cached), or a field written now around text or bytes. */
+type Part = Uint8Array | { readonly field: number; readonly text: string } | { readonly field: number; readonly bytes: Uint8Array };
 
 /**
  * Encodes DiscoveryResponses and DeltaDiscoveryResponses by hand around the resources' shared
- * `Any` bytes (I6: encode once). A SotW response's resources part is cached per resource list,
- * one shared array for every wildcard subscriber; a Delta `Resource` (name, version, the
- * resource) is cached per resource. A response is then one allocation: its size is summed
- * first and every part copied into place (bench/README.md: building it from concatenated
- * pieces cost a third of a push's own CPU).
+ * `Any` bytes (I6: encode once); a Delta `Resource` (name, version, the resource) is cached per
+ * resource. A response is one allocation: its size is summed first and every part copied into
+ * place (bench/README.md: building it from concatenated pieces cost a third of a push's own
+ * CPU). Nothing per node is kept: a node's own listeners and clusters are sent rarely, and a
+ * cached copy of them would live as long as the session.
  */
 export class ResponseEncoder {
   readonly #controlPlane: Buffer;
   readonly #deltaControlPlane: Buffer;
   readonly #typeUrls = new Map<string, Buffer>();
-  readonly #bodies = new WeakMap<readonly EncodedResource[], Buffer>();
   readonly #deltaResources = new WeakMap<EncodedResource, Buffer>();
 
   /** `identifier` goes into `control_plane.identifier`, naming the instance that answered. */
@@ -49,14 +48,9 @@ export class ResponseEncoder {
   }
 
   #sotw(response: SotwResponse): Part[] {
-    let body = this.#bodies.get(response.resources);
-    if (!body) {
-      body = Buffer.concat(response.resources.map((resource) => lengthDelimited(RESOURCES, resource.any)));
-      this.#bodies.set(response.resources, body);
-    }
     return [
       { field: VERSION_INFO, text: response.version },
-      body,
+      ...response.resources.map((resource) => ({ field: RESOURCES, bytes: resource.any })),
       this.#typeUrl(TYPE_URL, response.typeUrl),
       { field: NONCE, text: response.nonce },
       this.#controlPlane,
@@ -108,7 +102,7 @@ function writeParts(parts: readonly Part[]): Buffer {
     const part = parts[i]!;
     if (part instanceof Uint8Array) size += part.length;
     else {
-      const length = Buffer.byteLength(part.text, 'utf8');
+      const length = 'text' in part ? Buffer.byteLength(part.text, 'utf8') : part.bytes.length;
       lengths[i] = length;
       size += varintSize((part.field << 3) | 2) + varintSize(length) + length;
     }
@@ -123,7 +117,11 @@ function writeParts(parts: readonly Part[]): Buffer {
     } else {
       at = writeVarint(out, at, (part.field << 3) | 2);
       at = writeVarint(out, at, lengths[i]!);
-      at += out.write(part.text, at, 'utf8');
+      if ('text' in part) at += out.write(part.text, at, 'utf8');
+      else {
+        out.set(part.bytes, at);
+        at += part.bytes.length;
+      }
     }
   }
   return out;

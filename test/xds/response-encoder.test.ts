@@ -44,7 +44,7 @@ describe('ResponseEncoder', () => {
     expect(sent).toEqual(wrapped);
   });
 
-  it('gives each response its own nonce and version while sharing the resources part', () => {
+  it('gives each response its own nonce and version, in a buffer of its own', () => {
     const encoder = new ResponseEncoder('cp');
     const resources = [small, medium];
     const first = encoder.encode({ protocol: 'sotw', typeUrl: ENDPOINT, version: '1', nonce: 'a', resources });
