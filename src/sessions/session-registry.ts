@@ -21,6 +21,8 @@ import { SessionStory } from './session-story.js';
 
 type Clock = NonNullable<ActorOptions<SessionMachine>['clock']>;
 
+const run = (work: () => void) => work();
+
 /** ms between the slices of a drain. */
 const DRAIN_STEP = 100;
 
@@ -85,6 +87,8 @@ export class SessionRegistry implements SessionGateway {
   readonly #callbacks: SessionCallbacks;
   readonly #sessions = new Map<string, Session>();
   readonly #sinks = new Map<string, StreamSink>();
+  /** Once shutting down or draining: why a stream whose first request still waited is refused. */
+  #closing: string | undefined;
 
   constructor(options: SessionRegistryOptions) {
     this.#options = options;
@@ -105,31 +109,43 @@ export class SessionRegistry implements SessionGateway {
     return this.#sessions.get(node);
   }
 
-  /** The first request of a new stream, carrying `node`. A newer stream supersedes an older one (I4). */
+  /**
+   * The first request of a new stream, carrying `node`. A newer stream supersedes an older one
+   * (I4). What the server reports is carried out in the order it arrived, through the scheduler,
+   * so that in a storm it waits for a later turn of the loop once this one's slice is spent.
+   */
   open(stream: StreamInfo, sink: StreamSink, node: string, request: TypedRequest): void {
-    this.#sinks.set(stream.id, sink);
-    const session = this.#sessions.get(node) ?? this.#create(node);
-    session.send({ type: 'stream.opened', at: this.#options.now(), stream, request });
+    this.#inOrder(() => {
+      // It arrived before the drain or shutdown began, and waited its turn: it goes where the others went.
+      if (this.#closing !== undefined) return sink.end({ code: 'UNAVAILABLE', message: this.#closing });
+      this.#sinks.set(stream.id, sink);
+      const session = this.#sessions.get(node) ?? this.#create(node);
+      session.send({ type: 'stream.opened', at: this.#options.now(), stream, request });
+    });
   }
 
   request(node: string, streamId: string, kind: FollowUpKind, request: TypedRequest): void {
-    const session = this.#sessions.get(node);
-    if (!session) return;
-    // A superseded stream's requests change nothing (the chart ignores them): not told either.
-    const { phase } = session.actor.getSnapshot().context;
-    if ('stream' in phase && phase.stream.id === streamId) this.#callbacks.onRequest?.(node, kind, request.typeUrl);
-    if (this.#log.isLevelEnabled('debug')) {
-      const { typeUrl, responseNonce: nonce } = request;
-      const names = request.protocol === 'sotw' ? { version: request.versionInfo, resources: request.resourceNames.length } : { subscribe: request.subscribe.length, unsubscribe: request.unsubscribe.length };
-      this.#log.debug({ node, stream: streamId, kind, typeUrl, nonce, ...names }, 'request');
-    }
-    session.send({ type: kind, at: this.#options.now(), streamId, request });
+    this.#inOrder(() => {
+      const session = this.#sessions.get(node);
+      if (!session) return;
+      // A superseded stream's requests change nothing (the chart ignores them): not told either.
+      const { phase } = session.actor.getSnapshot().context;
+      if ('stream' in phase && phase.stream.id === streamId) this.#callbacks.onRequest?.(node, kind, request.typeUrl);
+      if (this.#log.isLevelEnabled('debug')) {
+        const { typeUrl, responseNonce: nonce } = request;
+        const names = request.protocol === 'sotw' ? { version: request.versionInfo, resources: request.resourceNames.length } : { subscribe: request.subscribe.length, unsubscribe: request.unsubscribe.length };
+        this.#log.debug({ node, stream: streamId, kind, typeUrl, nonce, ...names }, 'request');
+      }
+      session.send({ type: kind, at: this.#options.now(), streamId, request });
+    });
   }
 
   /** The stream ended. Only the session's current stream can disconnect it (I4). */
   close(node: string, streamId: string, reason: string): void {
-    this.#sinks.delete(streamId);
-    this.#sessions.get(node)?.send({ type: 'stream.closed', at: this.#options.now(), streamId, reason });
+    this.#inOrder(() => {
+      this.#sinks.delete(streamId);
+      this.#sessions.get(node)?.send({ type: 'stream.closed', at: this.#options.now(), streamId, reason });
+    });
   }
 
   /**
@@ -163,6 +179,7 @@ export class SessionRegistry implements SessionGateway {
 
   /** Ends every stream with UNAVAILABLE and evicts every session, at once. */
   shutdown(reason: string): void {
+    this.#closing = reason;
     this.#shutDown([...this.#sessions.values()], reason);
   }
 
@@ -172,6 +189,7 @@ export class SessionRegistry implements SessionGateway {
    * Resolves once the last session was told.
    */
   drain(period: number, reason: string): Promise<void> {
+    this.#closing = reason;
     const sessions = [...this.#sessions.values()];
     const steps = Math.max(1, Math.min(sessions.length, Math.ceil(period / DRAIN_STEP)));
     const perStep = Math.ceil(sessions.length / steps);
@@ -186,6 +204,10 @@ export class SessionRegistry implements SessionGateway {
       };
       step();
     });
+  }
+
+  #inOrder(work: () => void): void {
+    this.#options.scheduler.schedule([work], run);
   }
 
   /** Tells `sessions` of `event` in slices; a session evicted or replaced meanwhile is skipped. */

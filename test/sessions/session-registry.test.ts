@@ -27,6 +27,7 @@ async function registry() {
   const parsed = validate(BACKEND);
   if (!parsed.ok) throw new Error('fixture is invalid');
   await store.put(parsed.resource);
+  const scheduler = new SessionScheduler();
   const sessions = new SessionRegistry({
     instanceId: 'registry',
     evictionGrace: 10_000,
@@ -38,10 +39,11 @@ async function registry() {
     catchUp: () => store.refresh(),
     now: () => 0,
     clock: new SimulatedClock(),
-    scheduler: new SessionScheduler(),
+    scheduler,
     logger: pino({ level: 'silent' }),
   });
-  return { sessions, views: new SessionViews(sessions, 'registry'), close: () => store.close() };
+  // What the server reports is carried out in order, in this turn or, once its slice is spent, in later ones.
+  return { sessions, views: new SessionViews(sessions, 'registry'), settled: () => scheduler.settled(), close: () => store.close() };
 }
 
 const NODE = 'default.backend-1';
@@ -50,11 +52,13 @@ const first = { protocol: 'sotw', typeUrl: CLUSTER, versionInfo: '', resourceNam
 
 describe('I4: a superseded stream can no longer touch the node', () => {
   it('changes nothing with its requests, ACKs, NACKs or its end once a newer stream owns the node', async () => {
-    const { sessions, views, close } = await registry();
+    const { sessions, views, settled, close } = await registry();
     const [older, newer] = [new RecordingSink(), new RecordingSink()];
     sessions.open(stream('old'), older, NODE, first);
+    await settled();
     expect(older.sent.map((response) => response.typeUrl)).toEqual([CLUSTER]);
     sessions.open(stream('new'), newer, NODE, first);
+    await settled();
     expect(older.ended?.code).toBe('ABORTED');
     expect(newer.sent.map((response) => response.typeUrl)).toEqual([CLUSTER]);
     const before = views.get(NODE);
@@ -65,6 +69,7 @@ describe('I4: a superseded stream can no longer touch the node', () => {
     sessions.request(NODE, 'old', 'xds.acked', { ...first, versionInfo: 'whatever it held', responseNonce: nonce });
     sessions.request(NODE, 'old', 'xds.requested', { protocol: 'sotw', typeUrl: LISTENER, versionInfo: '', resourceNames: [], responseNonce: '' });
     sessions.close(NODE, 'old', 'the old stream ended');
+    await settled();
 
     const after = views.get(NODE);
     expect(after?.state).toBe('serving');

@@ -1,35 +1,35 @@
 import { describe, expect, it } from 'vitest';
 import { SessionScheduler } from '../../src/sessions/index.js';
 
-/** A scheduler on a hand-driven clock whose later turns run only when the test says. */
+/**
+ * A scheduler on a hand-driven clock whose later turns run only when the test says. Like
+ * `setImmediate`, what is deferred during a turn runs in the next one.
+ */
 function handDriven(sliceMs = 8) {
   let now = 0;
-  const turns: Array<() => void> = [];
-  const scheduler = new SessionScheduler({ now: () => now, defer: (turn) => turns.push(turn), sliceMs });
+  let deferred: Array<() => void> = [];
+  const scheduler = new SessionScheduler({ now: () => now, defer: (turn) => deferred.push(turn), sliceMs });
   return {
     scheduler,
     /** Each item of work takes this long on the clock. */
     cost: (ms: number) => () => (now += ms),
-    /** Runs the next deferred turn; false when none is waiting. */
+    /** Ends this turn and runs the next; false when nothing was deferred to it. */
     turn: () => {
-      const next = turns.shift();
-      next?.();
-      return next !== undefined;
-    },
-    get waiting() {
-      return turns.length;
+      const next = deferred;
+      deferred = [];
+      for (const run of next) run();
+      return next.length > 0;
     },
   };
 }
 
 describe('the session scheduler', () => {
   it('does cheap work at once, within the turn it was scheduled in', () => {
-    const { scheduler, waiting } = handDriven();
+    const { scheduler } = handDriven();
     const done: number[] = [];
     scheduler.schedule([1, 2, 3], (n) => done.push(n));
     expect(done).toEqual([1, 2, 3]);
     expect(scheduler.busy).toBe(false);
-    expect(waiting).toBe(0);
   });
 
   it('stops a turn once its slice of time is spent, and goes on in the next, in order', () => {
@@ -44,11 +44,31 @@ describe('the session scheduler', () => {
     // The clock is looked at every 16 items: 16 items of 1 ms pass the 8 ms slice.
     expect(done).toHaveLength(16);
     expect(driven.scheduler.busy).toBe(true);
-    let turns = 0;
-    while (driven.turn()) turns++;
+    const doneAfterEachTurn: number[] = [];
+    while (driven.turn()) doneAfterEachTurn.push(done.length);
+    expect(doneAfterEachTurn).toEqual([32, 48, 64, 80, 96, 100, 100]);
     expect(done).toEqual(items);
-    expect(turns).toBe(6);
     expect(driven.scheduler.busy).toBe(false);
+  });
+
+  it('shares one slice among the batches of a turn: once it is spent, work scheduled one item at a time waits for the next turn, in order', () => {
+    const driven = handDriven(8);
+    const done: number[] = [];
+    const work = (n: number) => {
+      done.push(n);
+      driven.cost(3)();
+    };
+    // As the xDS server hands over requests, each a batch of its own, in one turn of the loop.
+    for (let n = 0; n < 10; n++) driven.scheduler.schedule([n], work);
+    expect(done).toEqual([0, 1, 2]);
+    expect(driven.scheduler.busy).toBe(true);
+    driven.turn();
+    expect(done).toEqual([0, 1, 2, 3, 4, 5]);
+    while (driven.turn());
+    expect(done).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // A turn that has spent nothing yet does its work at once again.
+    driven.scheduler.schedule([10], work);
+    expect(done.at(-1)).toBe(10);
   });
 
   it('runs batches one after another in the order they were scheduled, a batch scheduled from work included', () => {
@@ -86,11 +106,11 @@ describe('the session scheduler', () => {
   });
 
   it('ignores an empty batch', () => {
-    const { scheduler, waiting } = handDriven();
-    scheduler.schedule([], () => {
+    const driven = handDriven();
+    driven.scheduler.schedule([], () => {
       throw new Error('no work for an empty batch');
     });
-    expect(scheduler.busy).toBe(false);
-    expect(waiting).toBe(0);
+    expect(driven.scheduler.busy).toBe(false);
+    expect(driven.turn()).toBe(false);
   });
 });
