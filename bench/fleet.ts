@@ -87,6 +87,8 @@ export type FleetApi = {
   /** Remembers each node's current version of `type`; a different one counts as the change. */
   expectChange: { args: { type: ShortType }; result: null };
   awaitChange: { args: { timeoutMs: number }; result: ChangeResult };
+  /** How many nodes hold CDS, LDS and EDS now, while a `connect` is still waiting. */
+  progress: { args: null; result: { complete: number } };
   usage: { args: null; result: { cpuMs: number; heapUsed: number; rss: number } };
   close: { args: null; result: null };
 };
@@ -369,6 +371,10 @@ class Fleet {
     };
   }
 
+  get complete(): number {
+    return this.#complete;
+  }
+
   expectChange(type: ShortType): void {
     this.#watched = type;
     this.#changed = 0;
@@ -458,6 +464,7 @@ serveCommands<FleetApi>({
     return null;
   },
   awaitChange: ({ timeoutMs }) => fleet.awaitChange(timeoutMs),
+  progress: () => ({ complete: fleet.complete }),
   usage() {
     const { user, system } = process.cpuUsage();
     const { heapUsed, rss } = process.memoryUsage();

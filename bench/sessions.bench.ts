@@ -22,7 +22,7 @@ import type { CeilingApi, ResponseSizes } from './ceiling-server.js';
 import type { ConnectResult } from './fleet.js';
 import type { ServerApi } from './server.js';
 import { BenchChildren, canPin } from './support/bench-children.js';
-import { ChildLink } from './support/child-link.js';
+import { ChildLink, monotonicMs } from './support/child-link.js';
 import type { PhaseProfile } from './support/cpu-profile.js';
 import type { WireProtocol } from './support/discovery-wire.js';
 import { FleetGroup } from './support/fleet-group.js';
@@ -32,6 +32,7 @@ import { printHot, profileFile } from './support/print-profile.js';
 import { printTable } from './support/print-table.js';
 import { ApiProbe, type ProbedPath } from './support/api-probe.js';
 import type { MemorySample, UsageSample } from './support/process-probes.js';
+import { listenLimits, sampleListenQueue, type ListenQueueCounters } from './support/listen-queue.js';
 import { since, spread, type Spread } from './support/stats.js';
 import { totalBytes, type Traffic } from './support/traffic.js';
 
@@ -46,6 +47,8 @@ interface Options {
   readonly ceiling: boolean;
   readonly pin: boolean;
   readonly cpuProf: boolean;
+  /** Write a change once a quarter of the storm's nodes are served, and measure it at those nodes. */
+  readonly stormChange: boolean;
   readonly idleMs: number;
   readonly deadlineMs: number;
 }
@@ -58,6 +61,8 @@ interface StormRow {
   readonly served: Spread;
   readonly completeAll: number;
   readonly retried: number;
+  /** Handshakes the kernel dropped with the accept queue full, and SYNs sent again, machine-wide during the storm. */
+  readonly listen: ListenQueueCounters;
   readonly traffic: Traffic;
   readonly serverCpuMs: number;
   readonly loopStallMaxMs: number;
@@ -66,7 +71,17 @@ interface StormRow {
   readonly rssPerSession: number;
   /** Chancery's API, probed during the storm; the ceiling has none. */
   readonly api: readonly ProbedPath[];
+  /** With `--storm-change`: the change written during the storm, at the nodes served before it. */
+  readonly change: StormChange | undefined;
   readonly hot: PhaseProfile | undefined;
+}
+
+interface StormChange {
+  /** Nodes that held CDS, LDS and EDS before the change was written. */
+  readonly served: number;
+  /** From the write until each of them ACKed the new EDS version. */
+  readonly ack: Spread;
+  readonly firstAckMs: number;
 }
 
 interface ChangeRow {
@@ -140,6 +155,7 @@ function parseOptions(argv: readonly string[]): Options {
       'deadline-s': { type: 'string', default: '900' },
       unpinned: { type: 'boolean', default: false },
       'cpu-prof': { type: 'boolean', default: false },
+      'storm-change': { type: 'boolean', default: false },
     },
   });
   const count = (name: string, value: string, min: number, max: number) => integerOption(name, value, min, max);
@@ -159,6 +175,7 @@ function parseOptions(argv: readonly string[]): Options {
     deadlineMs: count('deadline-s', values['deadline-s'], 1, 3_600) * SECOND,
     pin: !values.unpinned && canPin(),
     cpuProf: values['cpu-prof'],
+    stormChange: values['storm-change'],
   };
 }
 
@@ -279,12 +296,13 @@ async function runStorm(measured: Measured, xds: string, shape: MeshShape, proto
   const before = await server.request('usage', null, 10 * SECOND);
   if (options.cpuProf) await server.request('profileStart', null, 10 * SECOND);
   const timeoutMs = 30 * SECOND + shape.nodes * 6;
+  const listenBefore = sampleListenQueue();
   const apiProbe = measured.api === undefined ? undefined : new ApiProbe(measured.api, API_PATHS);
-  const connect: ConnectResult = await fleet.request(
-    'connect',
-    { address: xds, shape, streamsPerConnection: options.streamsPerConnection, protocol, timeoutMs },
-    timeoutMs + 10 * SECOND,
-  );
+  const connecting = fleet.request('connect', { address: xds, shape, streamsPerConnection: options.streamsPerConnection, protocol, timeoutMs }, timeoutMs + 10 * SECOND);
+  const duringStorm = options.stormChange ? await writeChangeDuringStorm(measured, shape.nodes, options) : undefined;
+  const connect: ConnectResult = await connecting;
+  const change = duringStorm && (await measureChangeDuringStorm(measured, connect, duringStorm));
+  const listenAfter = sampleListenQueue();
   const api = (await apiProbe?.stop()) ?? [];
   const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-storm`) }, 30 * SECOND) : undefined;
   const after: UsageSample = await server.request('usage', null, 10 * SECOND);
@@ -296,14 +314,38 @@ async function runStorm(measured: Measured, xds: string, shape: MeshShape, proto
     served: spread(served),
     completeAll: Math.max(...since(connect.startedAt, connect.complete)),
     retried: connect.retried,
+    listen: { overflows: listenAfter.overflows - listenBefore.overflows, synRetransmits: listenAfter.synRetransmits - listenBefore.synRetransmits },
     traffic: connect.traffic,
     serverCpuMs: after.cpuMs - before.cpuMs,
     loopStallMaxMs: after.loopStallMaxMs,
     fleetCpuMs: fleetAfter.cpuMs - fleetBefore.cpuMs,
     rssPerSession: (rssAfter - rssBefore) / shape.nodes,
     api,
+    change,
     hot,
   };
+}
+
+/**
+ * Once a quarter of the storm's nodes hold CDS, LDS and EDS, writes a change (one more endpoint
+ * of the service every node calls), numbered after the run's own changes. Says when the nodes
+ * served so far were counted and when the change was written.
+ */
+async function writeChangeDuringStorm(measured: Measured, nodes: number, options: Options): Promise<{ countedAt: number; startedAt: number }> {
+  const { fleet, label } = measured;
+  while ((await fleet.request('progress', null, 10 * SECOND)).complete < nodes / 4) await sleep(20);
+  const countedAt = monotonicMs();
+  await fleet.request('expectChange', { type: 'EDS' }, 10 * SECOND);
+  console.log(`[sessions] ${label}: a change during the storm, a quarter of the nodes served`);
+  const { startedAt } = await probe(measured.server).request('change', { change: options.changes + 1 }, 60 * SECOND);
+  return { countedAt, startedAt };
+}
+
+/** The change written during the storm, at the nodes that were served before it: from the write until each ACKed it. */
+async function measureChangeDuringStorm(measured: Measured, connect: ConnectResult, { countedAt, startedAt }: { countedAt: number; startedAt: number }): Promise<StormChange> {
+  const { acked } = await measured.fleet.request('awaitChange', { timeoutMs: 30 * SECOND }, 40 * SECOND);
+  const latencies = [...acked].filter((_, node) => connect.complete[node]! < countedAt).map((at) => at - startedAt);
+  return { served: latencies.length, ack: spread(latencies), firstAckMs: Math.min(...latencies) };
 }
 
 async function runChange(measured: Measured, nodes: number, change: number, options: Options): Promise<ChangeRow> {
@@ -346,7 +388,7 @@ function printMachine(when: string, options: Options): void {
   const [one, five, fifteen] = loadavg().map((load) => load.toFixed(2));
   const cpu = cpus();
   const pinning = options.pin ? 'server pinned to CPU 0, fleet to CPU 1' : 'not pinned';
-  console.log(`[sessions] ${when}: node ${process.version}, ${cpu.length} CPUs (${cpu[0]?.model ?? '?'}), ${pinning}, load average ${one} ${five} ${fifteen}`);
+  console.log(`[sessions] ${when}: node ${process.version}, ${cpu.length} CPUs (${cpu[0]?.model ?? '?'}), ${pinning}, ${listenLimits()}, load average ${one} ${five} ${fifteen}`);
 }
 
 const kb = (bytes: number) => (bytes / 2 ** 10).toFixed(1);
@@ -364,7 +406,7 @@ function printResults(runs: readonly Run[], options: Options): void {
 
   printTable(
     `Connect storm: N dataplanes, ${options.streamsPerConnection === 1 ? 'one HTTP/2 connection each' : `${options.streamsPerConnection} streams per HTTP/2 connection`}, open their ADS streams at once (times from the first stream opened); ceiling beside Chancery`,
-    ['N', 'protocol', 'all served (s)', 'ceiling (s)', 'ceiling / Chancery', 'served p50 / p99 (s)', '+EDS all (s)', 'pushes', 'server CPU (s)', 'ceiling CPU (s)', 'loop stall max (ms)', 'fleet CPU (s)', 'retried (Chancery / ceiling)'],
+    ['N', 'protocol', 'all served (s)', 'ceiling (s)', 'ceiling / Chancery', 'served p50 / p99 (s)', '+EDS all (s)', 'pushes', 'server CPU (s)', 'ceiling CPU (s)', 'loop stall max (ms)', 'fleet CPU (s)', 'retried (Chancery / ceiling)', 'accept queue full / SYNs resent (Chancery; ceiling)'],
     chancery.map((run) => {
       const ceiling = ceilingOf(run)?.storm;
       const { storm } = run;
@@ -382,6 +424,7 @@ function printResults(runs: readonly Run[], options: Options): void {
         ms(storm.loopStallMaxMs),
         s(storm.fleetCpuMs),
         `${storm.retried} / ${ceiling ? String(ceiling.retried) : '–'}`,
+        `${storm.listen.overflows} / ${storm.listen.synRetransmits}; ${ceiling ? `${ceiling.listen.overflows} / ${ceiling.listen.synRetransmits}` : '–'}`,
       ];
     }),
   );
@@ -402,6 +445,30 @@ function printResults(runs: readonly Run[], options: Options): void {
       ]),
     ),
   );
+  if (options.stormChange) {
+    printTable(
+      'Fairness: a change written once a quarter of the storm\'s nodes were served, from the write until each of those nodes ACKed it; the worst quiet change beside it',
+      ['N', 'protocol', 'served before the change', 'first ACK (ms)', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'ceiling p99 (ms)', 'quiet change p99 (ms)', 'p99 ≤ 1 s'],
+      chancery.map((run) => {
+        const during = run.storm.change;
+        const quiet = run.changes.length > 0 ? ms(worst(run.changes, (change) => change.ack.p99)) : '–';
+        const ceiling = ceilingOf(run)?.storm.change;
+        if (during === undefined) return [String(run.nodes), run.protocol, '–', '–', '–', '–', '–', '–', quiet, '–'];
+        return [
+          String(run.nodes),
+          run.protocol,
+          String(during.served),
+          ms(during.firstAckMs),
+          ms(during.ack.p50),
+          ms(during.ack.p99),
+          ms(during.ack.max),
+          ceiling ? ms(ceiling.ack.p99) : '–',
+          quiet,
+          during.ack.p99 <= SECOND ? 'met' : 'MISSED',
+        ];
+      }),
+    );
+  }
   printTable(
     'Memory (server, after forced GC): the N dataplanes applied → their configuration generated → N idle sessions; RSS per connected session beside the ceiling’s per connection',
     ['N', 'protocol', 'applied (MB)', 'generated (MB)', 'sessions (MB)', 'heap/session (KB)', 'RSS/session (KB)', 'ceiling RSS/conn (KB)', 'idle CPU (%)', 'states', 'apply N (s)', 'generate N (s)'],

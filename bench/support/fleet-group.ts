@@ -33,6 +33,10 @@ export class FleetGroup {
       }
       case 'awaitFailover':
         return merged((await this.#all(name, args, timeoutMs)) as FailoverResult[]) as FleetApi[K]['result'];
+      case 'progress': {
+        const progress = (await this.#all(name, args, timeoutMs)) as FleetApi['progress']['result'][];
+        return { complete: progress.reduce((total, one) => total + one.complete, 0) } as FleetApi[K]['result'];
+      }
       case 'usage': {
         const usages = (await this.#all(name, args, timeoutMs)) as FleetApi['usage']['result'][];
         const sum = (of: (usage: FleetApi['usage']['result']) => number) => usages.reduce((total, usage) => total + of(usage), 0);
