@@ -84,8 +84,12 @@ export type FleetApi = {
   armReconnect: { args: { address: string; spreadMs: number }; result: null };
   /** Waits until every node has EDS on its new stream; a stream ending after reconnecting fails it. */
   awaitFailover: { args: { timeoutMs: number }; result: FailoverResult };
-  /** Remembers each node's current version of `type`; a different one counts as the change. */
-  expectChange: { args: { type: ShortType }; result: null };
+  /**
+   * Remembers each node's current version of `type`; a different one counts as the change. The
+   * traffic counted so far is dropped, unless `keepTraffic` (a change written during a storm,
+   * whose traffic the storm's count includes).
+   */
+  expectChange: { args: { type: ShortType; keepTraffic?: boolean }; result: null };
   awaitChange: { args: { timeoutMs: number }; result: ChangeResult };
   /** How many nodes hold CDS, LDS and EDS now, while a `connect` is still waiting. */
   progress: { args: null; result: { complete: number } };
@@ -375,14 +379,14 @@ class Fleet {
     return this.#complete;
   }
 
-  expectChange(type: ShortType): void {
+  expectChange(type: ShortType, keepTraffic: boolean): void {
     this.#watched = type;
     this.#changed = 0;
     for (const envoy of this.#envoys) {
       envoy.baseline = envoy.versions[type];
       envoy.changeAckedAt = Number.NaN;
     }
-    this.#takeTraffic();
+    if (!keepTraffic) this.#takeTraffic();
   }
 
   async awaitChange(timeoutMs: number): Promise<ChangeResult> {
@@ -459,8 +463,8 @@ serveCommands<FleetApi>({
     return null;
   },
   awaitFailover: ({ timeoutMs }) => fleet.awaitFailover(timeoutMs),
-  expectChange({ type }) {
-    fleet.expectChange(type);
+  expectChange({ type, keepTraffic = false }) {
+    fleet.expectChange(type, keepTraffic);
     return null;
   },
   awaitChange: ({ timeoutMs }) => fleet.awaitChange(timeoutMs),

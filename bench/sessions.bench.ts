@@ -335,7 +335,7 @@ async function writeChangeDuringStorm(measured: Measured, nodes: number, options
   const { fleet, label } = measured;
   while ((await fleet.request('progress', null, 10 * SECOND)).complete < nodes / 4) await sleep(20);
   const countedAt = monotonicMs();
-  await fleet.request('expectChange', { type: 'EDS' }, 10 * SECOND);
+  await fleet.request('expectChange', { type: 'EDS', keepTraffic: true }, 10 * SECOND);
   console.log(`[sessions] ${label}: a change during the storm, a quarter of the nodes served`);
   const { startedAt } = await probe(measured.server).request('change', { change: options.changes + 1 }, 60 * SECOND);
   return { countedAt, startedAt };

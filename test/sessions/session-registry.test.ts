@@ -21,13 +21,12 @@ class RecordingSink implements StreamSink {
   }
 }
 
-async function registry() {
+async function registry(scheduler = new SessionScheduler()) {
   const store = createMemoryStore({ instance: 'registry' });
   await store.start();
   const parsed = validate(BACKEND);
   if (!parsed.ok) throw new Error('fixture is invalid');
   await store.put(parsed.resource);
-  const scheduler = new SessionScheduler();
   const sessions = new SessionRegistry({
     instanceId: 'registry',
     evictionGrace: 10_000,
@@ -78,6 +77,31 @@ describe('I4: a superseded stream can no longer touch the node', () => {
     expect(after?.transitions).toEqual(before?.transitions);
     expect(newer.sent).toHaveLength(1);
     expect(newer.ended).toBeUndefined();
+    await close();
+  });
+});
+
+describe('a stream whose first request waited its turn when the instance began to stop', () => {
+  it('is refused with UNAVAILABLE, and leaves no session behind', async () => {
+    // A turn whose slice is already spent: what the server hands over waits for the next turn.
+    let now = 0;
+    let deferred: Array<() => void> = [];
+    const scheduler = new SessionScheduler({ now: () => now, defer: (turn) => deferred.push(turn), sliceMs: 8 });
+    scheduler.schedule([0], () => (now += 10));
+    const { sessions, close } = await registry(scheduler);
+    const waiting = new RecordingSink();
+    sessions.open(stream('waiting'), waiting, NODE, first);
+    expect(sessions.size).toBe(0);
+
+    sessions.shutdown('control plane shutting down; reconnect to another instance');
+    while (deferred.length > 0) {
+      const turn = deferred;
+      deferred = [];
+      for (const run of turn) run();
+    }
+    expect(waiting.ended).toEqual({ code: 'UNAVAILABLE', message: 'control plane shutting down; reconnect to another instance' });
+    expect(waiting.sent).toEqual([]);
+    expect(sessions.size).toBe(0);
     await close();
   });
 });
