@@ -6,6 +6,7 @@ import { lastResponseNacked, SESSION_STATES, type SessionState, type SessionView
 import type { SessionSummary } from '../sessions/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError, SessionNotFoundError } from './errors.js';
+import { firstInOrder } from './first-in-order.js';
 import { integer, type Query, single } from './query-params.js';
 import { type FeedClient, RESYNC_EVENT, SessionFeed } from './session-feed.js';
 
@@ -97,14 +98,17 @@ function eventStreamClient(response: ServerResponse, node: string | undefined): 
 /** One page of the sessions `query` selects, sorted by node then instance, with the counts of all of them. */
 function page<S extends SessionSummary>(source: SessionSource<S>, query: SessionQuery) {
   const matching = source.summaries.filter((summary) => matches(summary, query, source));
-  matching.sort((a, b) => compareText(a.node, b.node) || compareText(a.instance, b.instance));
-  const end = query.limit === undefined ? undefined : query.offset + query.limit;
+  const end = query.limit === undefined ? matching.length : query.offset + query.limit;
   const items: SessionView[] = [];
-  for (const summary of matching.slice(query.offset, end)) {
+  for (const summary of firstInOrder(matching, end, bySession).slice(query.offset)) {
     const view = source.view(summary);
     if (view !== undefined) items.push(view);
   }
   return { items, total: matching.length, counts: countsOf(matching) };
+}
+
+function bySession(a: SessionSummary, b: SessionSummary): number {
+  return compareText(a.node, b.node) || compareText(a.instance, b.instance);
 }
 
 /** Where `GET /sessions` reads: the facts to filter and count every session by, and the views of a page. */

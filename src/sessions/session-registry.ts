@@ -3,12 +3,14 @@ import { createActor, type Actor, type ActorOptions, type InspectionEvent } from
 import {
   delayedEventOf,
   sessionMachine,
+  sessionStateOf,
   stateIdOf,
   viewOf,
   type EndStatus,
   type SessionEvent,
   type SessionIntent,
   type SessionMachine,
+  type SessionState,
   type SessionStateId,
   type SessionView,
   type StreamInfo,
@@ -20,6 +22,9 @@ import type { SessionScheduler } from './session-scheduler.js';
 import { SessionStory } from './session-story.js';
 
 type Clock = NonNullable<ActorOptions<SessionMachine>['clock']>;
+
+/** `T` with the properties `K` writable: what only the registry changes of a session. */
+type Mutable<T, K extends keyof T> = Omit<T, K> & { -readonly [P in K]: T[P] };
 
 const run = (work: () => void) => work();
 
@@ -66,10 +71,12 @@ export interface Session {
   readonly actor: Actor<SessionMachine>;
   readonly story: SessionStory;
   /**
-   * The chart state the session rests in, kept as the actor moves: what counting and listing
-   * 10,000 sessions reads, without walking each snapshot's value.
+   * The chart state the session rests in, and the session state it belongs to, kept as the
+   * actor moves: what counting and listing 10,000 sessions reads, without walking each
+   * snapshot's value.
    */
   readonly at: SessionStateId;
+  readonly state: SessionState;
   /** Sends the actor an event, remembered as the cause of the move it makes, if any. */
   send(event: SessionEvent): void;
 }
@@ -220,7 +227,6 @@ export class SessionRegistry implements SessionGateway {
   #create(node: string): Session {
     const { evictionGrace, clock, historySize = 32 } = this.#options;
     const story = new SessionStory(historySize);
-    let at: SessionStateId = 'connecting';
     // Events sent and not yet processed, in the mailbox's order: XState tells observers once per
     // event it processes, and an event sent while another is processed (a generation during
     // `stream.opened`) waits in the mailbox. A move with no cause here was made by a timer.
@@ -229,13 +235,12 @@ export class SessionRegistry implements SessionGateway {
     // (3× the cost of an event, bench/README.md): only a session chosen for live inspection has one.
     const inspector = this.#callbacks.inspect?.(node);
     const actor = createActor(sessionMachine, { input: { node, evictionGrace }, clock, ...(inspector && { inspect: (inspection: InspectionEvent) => inspector.next?.(inspection) }) });
-    const session: Session = {
+    const session: Mutable<Session, 'at' | 'state'> = {
       node,
       actor,
       story,
-      get at() {
-        return at;
-      },
+      at: 'connecting',
+      state: sessionStateOf('connecting'),
       send: (event) => {
         // An actor that ended processes nothing: its cause would never be taken.
         if (actor.getSnapshot().status !== 'active') return;
@@ -248,15 +253,17 @@ export class SessionRegistry implements SessionGateway {
       next: (snapshot) => {
         const cause = causes.shift();
         const to = stateIdOf(snapshot.value);
+        const { at } = session;
         if (to === at) return;
         const record = story.moved(this.#options.now(), cause ?? { type: delayedEventOf(at) ?? 'xstate.after' }, at, to);
-        at = to;
+        session.at = to;
+        session.state = sessionStateOf(to);
         this.#callbacks.onTransition?.(node, record, () => this.#view(session));
         if (this.#log.isLevelEnabled('debug')) this.#log.debug({ node, from: record.from, to, event: record.event, ...record.detail }, 'session transition');
       },
       complete: () => this.#remove(session),
       error: (error) => {
-        this.#log.error({ err: error, node, state: at }, 'session failed; evicting it');
+        this.#log.error({ err: error, node, state: session.at }, 'session failed; evicting it');
         const { phase } = actor.getSnapshot().context;
         if ('stream' in phase) this.#end(phase.stream.id, { code: 'UNAVAILABLE', message: `internal error in the session of ${node}` });
         this.#remove(session);
