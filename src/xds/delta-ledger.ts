@@ -29,6 +29,12 @@ interface DeltaType {
   readonly absent: ReadonlySet<string>;
   /** A response of the type was sent on this stream: the first wildcard request is answered even when nothing exists. */
   readonly answered: boolean;
+  /**
+   * The type's resources this ledger last answered from, while nothing owed has changed since:
+   * answering from them again sends nothing (an ACK is answered at no cost). A subscription
+   * change clears it.
+   */
+  readonly settledWith?: TypeSnapshot;
   readonly sent?: { readonly version: string; readonly nonce: string; readonly resources: number; readonly at: number };
   readonly acked?: { readonly version: string; readonly nonce: string; readonly at: number };
   readonly nacked?: { readonly version: string; readonly nonce: string; readonly message: string; readonly at: number };
@@ -84,6 +90,7 @@ export class DeltaLedger implements Ledger {
     // I1 at run time too: only a snapshot the generator sealed reaches the wire.
     assertSealed(snapshot);
     const available = snapshot.types[typeUrl];
+    if (type.settledWith === available && !resend?.size) return { ledger: this };
     const wanted = wantedOf(type, available);
     const held = new Map(type.held);
     const resources: EncodedResource[] = [];
@@ -111,7 +118,7 @@ export class DeltaLedger implements Ledger {
     const first = !type.answered && type.wildcard;
     if (resources.length === 0 && removed.length === 0 && !first) {
       // Nothing owed; what the node holds at the current version is now known by its bytes.
-      return { ledger: this.#with(typeUrl, { ...type, held, owed: new Set(), owedAll: false, absent }) };
+      return { ledger: this.#with(typeUrl, { ...type, held, owed: new Set(), owedAll: false, absent, settledWith: available }) };
     }
     for (const resource of resources) held.set(resource.name, { version: resource.version, resource });
     for (const name of removed) held.delete(name);
@@ -124,6 +131,7 @@ export class DeltaLedger implements Ledger {
       owedAll: false,
       absent,
       answered: true,
+      settledWith: available,
       sent: { version: available.version, nonce, resources: sorted.length, at: now },
     };
     const types = new Map(this.#types).set(typeUrl, next);
@@ -185,6 +193,8 @@ export class DeltaLedger implements Ledger {
 function subscribed(known: DeltaType | undefined, request: DeltaRequest): DeltaType {
   const first = known === undefined;
   const { subscribe, unsubscribe } = request;
+  // An ACK, a NACK or a bare request on a known type changes no subscription.
+  if (!first && subscribe.length === 0 && unsubscribe.length === 0) return known;
   const wildcardType = FULL_STATE.has(request.typeUrl as TypeUrl);
   // Rule 6: what the client holds from an earlier stream comes with its first request of the type.
   const held = first ? new Map(Object.entries(request.initialVersions).map(([name, version]) => [name, { version }] as const)) : new Map(known.held);
@@ -232,7 +242,7 @@ function subscribed(known: DeltaType | undefined, request: DeltaRequest): DeltaT
       held.delete(name);
     }
   }
-  return { ...(known ?? { answered: false }), wildcard, legacy, names, held, owed, owedAll, absent };
+  return { ...(known ?? { answered: false }), wildcard, legacy, names, held, owed, owedAll, absent, settledWith: undefined };
 }
 
 /** The resources the subscription asks for that exist now, by name. */
