@@ -75,8 +75,7 @@ export class SessionRecorder {
       }
     });
     // Built at once when nothing was queued before it: saved from the state the flush was asked
-    // in, within its turn. Built over later turns, they keep the scheduler busy, and a watchdog
-    // tick meanwhile is skipped as it is during a fan-out.
+    // in, within its turn. Otherwise they are built over later turns, in their place in the queue.
     if (scheduler.busy) await scheduler.settled();
     if (failure !== undefined) throw failure.error;
     try {

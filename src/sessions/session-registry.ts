@@ -94,6 +94,8 @@ export class SessionRegistry implements SessionGateway {
   readonly #callbacks: SessionCallbacks;
   readonly #sessions = new Map<string, Session>();
   readonly #sinks = new Map<string, StreamSink>();
+  /** Batches of sessions being told of a store change, a tick or a catch-up, not yet all told. */
+  #telling = 0;
   /** Once shutting down or draining: why a stream whose first request still waited is refused. */
   #closing: string | undefined;
 
@@ -172,8 +174,8 @@ export class SessionRegistry implements SessionGateway {
     // One line a tick, not one a node: the store's own failure is logged where it happens.
     if (retrying > 0) this.#log.warn({ nodes: retrying }, 'nodes arriving with configuration still wait for the store to be read; trying again');
     // A store change or tick still reaching sessions in slices will reach the rest: a tick
-    // now would only do the same work again.
-    if (this.#options.scheduler.busy) return;
+    // now would only do the same work again. Requests waiting their turn do not hold it back.
+    if (this.#telling > 0) return;
     const revision = this.#options.revision();
     // Optimization: the chart's `behind` guard, checked here first so that an idle fleet
     // costs no events at all (bench/sessions.bench.ts: ~10 µs a session a tick otherwise).
@@ -219,8 +221,12 @@ export class SessionRegistry implements SessionGateway {
 
   /** Tells `sessions` of `event` in slices; a session evicted or replaced meanwhile is skipped. */
   #tell(sessions: readonly Session[], event: SessionEvent): void {
+    if (sessions.length === 0) return;
+    this.#telling++;
+    let told = 0;
     this.#options.scheduler.schedule(sessions, (session) => {
       if (this.#sessions.get(session.node) === session) session.send(event);
+      if (++told === sessions.length) this.#telling--;
     });
   }
 
