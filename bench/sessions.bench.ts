@@ -398,6 +398,8 @@ const ms = (value: number) => value.toFixed(0);
 const percent = (ratio: number) => `${(100 * ratio).toFixed(0)} %`;
 const pushes = (traffic: Traffic) => Object.values(traffic.responses).reduce((a, b) => a + b, 0);
 const worst = <T>(rows: readonly T[], of: (row: T) => number) => Math.max(...rows.map(of));
+/** First ACK, p50, p99 and max of a change, and the ceiling's p99 beside them. */
+const ackCells = (firstAckMs: number, ack: Spread, ceiling: Spread | undefined) => [ms(firstAckMs), ms(ack.p50), ms(ack.p99), ms(ack.max), ceiling ? ms(ceiling.p99) : '–'];
 
 function printResults(runs: readonly Run[], options: Options): void {
   const chancery = runs.filter((run): run is ChanceryRun => run.target === 'chancery');
@@ -458,11 +460,7 @@ function printResults(runs: readonly Run[], options: Options): void {
           String(run.nodes),
           run.protocol,
           String(during.served),
-          ms(during.firstAckMs),
-          ms(during.ack.p50),
-          ms(during.ack.p99),
-          ms(during.ack.max),
-          ceiling ? ms(ceiling.ack.p99) : '–',
+          ...ackCells(during.firstAckMs, during.ack, ceiling?.ack),
           quiet,
           during.ack.p99 <= SECOND ? 'met' : 'MISSED',
         ];
@@ -501,11 +499,7 @@ function printResults(runs: readonly Run[], options: Options): void {
           String(run.nodes),
           run.protocol,
           String(change.change),
-          ms(change.firstAckMs),
-          ms(change.ack.p50),
-          ms(change.ack.p99),
-          ms(change.ack.max),
-          ceiling ? ms(ceiling.ack.p99) : '–',
+          ...ackCells(change.firstAckMs, change.ack, ceiling?.ack),
           vs(change.ack.p99, ceiling?.ack.p99),
           String(pushes(change.traffic)),
           (totalBytes(change.traffic) / run.nodes).toFixed(0),

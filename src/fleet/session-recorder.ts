@@ -63,20 +63,25 @@ export class SessionRecorder {
     const removals: string[] = [];
     let failure: { readonly error: unknown } | undefined;
     // Optimization: after a change every session ACKs, and 10,000 views in one loop would
-    // stall the event loop for over 100 ms (bench/README.md, ui): built in the scheduler's slices.
-    scheduler.schedule([...nodes], ([node, story]) => {
-      try {
-        const view = sessions.get(node);
-        if (view) upserts.push(recordOf(view, story, now));
-        else removals.push(node);
-      } catch (error) {
-        // Thrown in a slice, it would stop the sessions' work too: this flush fails instead.
-        failure ??= { error };
-      }
-    });
+    // stall the event loop for over 100 ms (bench/README.md, ui): built in the scheduler's
+    // slices, in the background, so that the next change or a storm's requests never wait behind them.
+    scheduler.schedule(
+      [...nodes],
+      ([node, story]) => {
+        try {
+          const view = sessions.get(node);
+          if (view) upserts.push(recordOf(view, story, now));
+          else removals.push(node);
+        } catch (error) {
+          // Thrown in a slice, it would stop the sessions' work too: this flush fails instead.
+          failure ??= { error };
+        }
+      },
+      'background',
+    );
     // Built at once when nothing was queued before it: saved from the state the flush was asked
-    // in, within its turn. Otherwise they are built over later turns, in their place in the queue.
-    if (scheduler.busy) await scheduler.settled();
+    // in, within its turn. Otherwise they are built over later turns, once the sessions' work is done.
+    if (scheduler.busy) await scheduler.settled('background');
     if (failure !== undefined) throw failure.error;
     try {
       const joined = await records.save({ instance: this.#options.instance(), upserts, removals });

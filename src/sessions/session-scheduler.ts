@@ -17,6 +17,9 @@ interface Batch {
   next: number;
 }
 
+/** How urgent a batch is: `sessions` (requests, a store change, a tick), or `background`, run only while no sessions' work waits. */
+export type Lane = 'sessions' | 'background';
+
 /**
  * Runs work over many sessions in slices bounded by time, one batch after another in the order
  * they were scheduled: a store change, a watchdog tick, a storm of finished catch-ups or the
@@ -29,12 +32,15 @@ interface Batch {
  * thousands of them (libuv goes on polling while the kernel has more than 1,024 sockets ready).
  * Once the turn's slice is spent, requests wait for later turns, so timers, new connections and
  * a store change get theirs, and the fleet, not answered yet, sends less (bench/README.md).
+ *
+ * Background work (the session records' views) runs only while no sessions' work waits, and
+ * yields to it between items: a change is never queued behind 10,000 records being built.
  */
 export class SessionScheduler {
   readonly #now: () => number;
   readonly #defer: (turn: () => void) => void;
   readonly #sliceMs: number;
-  readonly #queue: Batch[] = [];
+  readonly #lanes: Record<Lane, Batch[]> = { sessions: [], background: [] };
   #pending = false;
   /** When this turn's slice is spent; undefined until work runs in the turn. */
   #sliceEnd: number | undefined;
@@ -47,38 +53,49 @@ export class SessionScheduler {
 
   /** Whether scheduled work is still waiting or running. */
   get busy(): boolean {
-    return this.#queue.length > 0;
-  }
-
-  /** Runs `work` for each of `items`, starting now within this turn's slice and going on in later turns. */
-  schedule<T>(items: readonly T[], work: (item: T) => void): void {
-    if (items.length === 0) return;
-    this.#queue.push({ items, work: work as (item: unknown) => void, next: 0 });
-    if (this.#queue.length === 1 && !this.#pending) this.#run();
+    return this.#waiting() > 0;
   }
 
   /**
-   * Resolves once the work scheduled before this call has run (batches run in the order they
-   * were scheduled: this is one more), for a caller that must wait for its own batch.
+   * Runs `work` for each of `items`, after the batches scheduled before it in its lane, starting
+   * now within this turn's slice and going on in later turns.
    */
-  settled(): Promise<void> {
-    return new Promise((resolve) => this.schedule([resolve], (done) => done()));
+  schedule<T>(items: readonly T[], work: (item: T) => void, lane: Lane = 'sessions'): void {
+    if (items.length === 0) return;
+    this.#lanes[lane].push({ items, work: work as (item: unknown) => void, next: 0 });
+    if (this.#waiting() === 1 && !this.#pending) this.#run();
+  }
+
+  /**
+   * Resolves once the work scheduled in `lane` before this call has run (batches of a lane run
+   * in the order they were scheduled: this is one more), for a caller that must wait for its own batch.
+   */
+  settled(lane: Lane = 'sessions'): Promise<void> {
+    return new Promise((resolve) => this.schedule([resolve], (done) => done(), lane));
+  }
+
+  #waiting(): number {
+    return this.#lanes.sessions.length + this.#lanes.background.length;
   }
 
   #run(): void {
     this.#pending = false;
     const end = this.#slice();
     if (this.#now() >= end) return this.#later();
+    const { sessions, background } = this.#lanes;
     let done = 0;
-    while (this.#queue.length > 0) {
-      const batch = this.#queue[0]!;
+    while (this.#waiting() > 0) {
+      const lane = sessions.length > 0 ? sessions : background;
+      const batch = lane[0]!;
       while (batch.next < batch.items.length) {
         batch.work(batch.items[batch.next++]);
         if (++done % SLICE_CHECK === 0 && this.#now() >= end) return this.#later();
+        // Sessions' work scheduled meanwhile goes first.
+        if (lane === background && sessions.length > 0) break;
       }
-      this.#queue.shift();
+      if (batch.next === batch.items.length) lane.shift();
       // Batches of one request each: the clock is looked at after every batch too.
-      if (this.#queue.length > 0 && this.#now() >= end) return this.#later();
+      if (this.#waiting() > 0 && this.#now() >= end) return this.#later();
     }
   }
 

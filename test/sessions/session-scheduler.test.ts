@@ -71,6 +71,44 @@ describe('the session scheduler', () => {
     expect(done.at(-1)).toBe(10);
   });
 
+  it('runs background work only while no sessions\' work waits, and lets sessions\' work scheduled meanwhile go first', () => {
+    const driven = handDriven(8);
+    const done: string[] = [];
+    const tick = driven.cost(1);
+    driven.scheduler.schedule(['request'], (name) => done.push(name));
+    // The records of 40 sessions, behind the request, then a store change while they are built.
+    driven.scheduler.schedule(
+      Array.from({ length: 40 }, (_, i) => `record-${i}`),
+      (name) => {
+        done.push(name);
+        tick();
+        if (name === 'record-20') driven.scheduler.schedule(['change-a', 'change-b'], (change) => done.push(change));
+      },
+      'background',
+    );
+    while (driven.turn());
+    const at = (name: string) => done.indexOf(name);
+    expect(done).toHaveLength(43);
+    expect(at('request')).toBe(0);
+    // The change went before every record not yet built when it was scheduled.
+    expect(at('change-a')).toBe(at('record-20') + 1);
+    expect(at('change-b')).toBe(at('record-20') + 2);
+    expect(done.slice(at('change-b') + 1)).toEqual(Array.from({ length: 19 }, (_, i) => `record-${i + 21}`));
+  });
+
+  it('settles a lane once the work scheduled in it before has run, background after the sessions\' work', async () => {
+    const driven = handDriven(8);
+    const done: string[] = [];
+    const tick = driven.cost(1);
+    driven.scheduler.schedule(Array.from({ length: 20 }, (_, i) => `record-${i}`), (name) => (done.push(name), tick()), 'background');
+    const recorded = driven.scheduler.settled('background').then(() => done.push('recorded'));
+    driven.scheduler.schedule(['request'], (name) => done.push(name));
+    while (driven.turn()) await Promise.resolve();
+    await recorded;
+    expect(done.at(-1)).toBe('recorded');
+    expect(done.indexOf('request')).toBeLessThan(done.indexOf('record-19'));
+  });
+
   it('runs batches one after another in the order they were scheduled, a batch scheduled from work included', () => {
     const driven = handDriven(8);
     const done: string[] = [];
