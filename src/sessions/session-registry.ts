@@ -216,7 +216,7 @@ export class SessionRegistry implements SessionGateway {
   }
 
   #inOrder(work: () => void): void {
-    this.#options.scheduler.schedule([work], run);
+    this.#options.scheduler.schedule([work], run, 'requests');
   }
 
   /** Tells `sessions` of `event` in slices; a session evicted or replaced meanwhile is skipped. */
@@ -224,10 +224,14 @@ export class SessionRegistry implements SessionGateway {
     if (sessions.length === 0) return;
     this.#telling++;
     let told = 0;
-    this.#options.scheduler.schedule(sessions, (session) => {
-      if (this.#sessions.get(session.node) === session) session.send(event);
-      if (++told === sessions.length) this.#telling--;
-    });
+    this.#options.scheduler.schedule(
+      sessions,
+      (session) => {
+        if (this.#sessions.get(session.node) === session) session.send(event);
+        if (++told === sessions.length) this.#telling--;
+      },
+      'fan-out',
+    );
   }
 
   #create(node: string): Session {

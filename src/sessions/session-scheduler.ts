@@ -17,8 +17,14 @@ interface Batch {
   next: number;
 }
 
-/** How urgent a batch is: `sessions` (requests, a store change, a tick), or `background`, run only while no sessions' work waits. */
-export type Lane = 'sessions' | 'background';
+/**
+ * How urgent a batch is, most urgent first: `fan-out` (a store change, a tick or catch-ups
+ * reaching sessions), `requests` (what the xDS server reports, one batch each), `background`
+ * (the session records' views).
+ */
+export type Lane = 'fan-out' | 'requests' | 'background';
+
+const LANES: readonly Lane[] = ['fan-out', 'requests', 'background'];
 
 /**
  * Runs work over many sessions in slices bounded by time, one batch after another in the order
@@ -33,14 +39,16 @@ export type Lane = 'sessions' | 'background';
  * Once the turn's slice is spent, requests wait for later turns, so timers, new connections and
  * a store change get theirs, and the fleet, not answered yet, sends less (bench/README.md).
  *
- * Background work (the session records' views) runs only while no sessions' work waits, and
- * yields to it between items: a change is never queued behind 10,000 records being built.
+ * Lanes order the batches: a lane's batches run only while no more urgent lane has work, and
+ * yield to it between items. A store change reaches the nodes already served before the
+ * requests of a storm still waiting their turn, and is never queued behind 10,000 records being
+ * built; within a lane, batches run in the order they were scheduled.
  */
 export class SessionScheduler {
   readonly #now: () => number;
   readonly #defer: (turn: () => void) => void;
   readonly #sliceMs: number;
-  readonly #lanes: Record<Lane, Batch[]> = { sessions: [], background: [] };
+  readonly #lanes: Record<Lane, Batch[]> = { 'fan-out': [], requests: [], background: [] };
   #pending = false;
   /** When this turn's slice is spent; undefined until work runs in the turn. */
   #sliceEnd: number | undefined;
@@ -53,14 +61,14 @@ export class SessionScheduler {
 
   /** Whether scheduled work is still waiting or running. */
   get busy(): boolean {
-    return this.#waiting() > 0;
+    return this.#next() !== undefined;
   }
 
   /**
    * Runs `work` for each of `items`, after the batches scheduled before it in its lane, starting
    * now within this turn's slice and going on in later turns.
    */
-  schedule<T>(items: readonly T[], work: (item: T) => void, lane: Lane = 'sessions'): void {
+  schedule<T>(items: readonly T[], work: (item: T) => void, lane: Lane): void {
     if (items.length === 0) return;
     this.#lanes[lane].push({ items, work: work as (item: unknown) => void, next: 0 });
     if (this.#waiting() === 1 && !this.#pending) this.#run();
@@ -70,32 +78,41 @@ export class SessionScheduler {
    * Resolves once the work scheduled in `lane` before this call has run (batches of a lane run
    * in the order they were scheduled: this is one more), for a caller that must wait for its own batch.
    */
-  settled(lane: Lane = 'sessions'): Promise<void> {
+  settled(lane: Lane): Promise<void> {
     return new Promise((resolve) => this.schedule([resolve], (done) => done(), lane));
   }
 
   #waiting(): number {
-    return this.#lanes.sessions.length + this.#lanes.background.length;
+    let waiting = 0;
+    for (const lane of LANES) waiting += this.#lanes[lane].length;
+    return waiting;
+  }
+
+  /** The most urgent lane with work; undefined when none has. */
+  #next(): Batch[] | undefined {
+    for (const lane of LANES) {
+      const batches = this.#lanes[lane];
+      if (batches.length > 0) return batches;
+    }
+    return undefined;
   }
 
   #run(): void {
     this.#pending = false;
     const end = this.#slice();
     if (this.#now() >= end) return this.#later();
-    const { sessions, background } = this.#lanes;
     let done = 0;
-    while (this.#waiting() > 0) {
-      const lane = sessions.length > 0 ? sessions : background;
+    for (let lane = this.#next(); lane !== undefined; lane = this.#next()) {
       const batch = lane[0]!;
       while (batch.next < batch.items.length) {
         batch.work(batch.items[batch.next++]);
         if (++done % SLICE_CHECK === 0 && this.#now() >= end) return this.#later();
-        // Sessions' work scheduled meanwhile goes first.
-        if (lane === background && sessions.length > 0) break;
+        // Work of a more urgent lane scheduled meanwhile goes first.
+        if (lane !== this.#lanes['fan-out'] && this.#next() !== lane) break;
       }
       if (batch.next === batch.items.length) lane.shift();
       // Batches of one request each: the clock is looked at after every batch too.
-      if (this.#waiting() > 0 && this.#now() >= end) return this.#later();
+      if (this.#next() !== undefined && this.#now() >= end) return this.#later();
     }
   }
 

@@ -42,7 +42,7 @@ async function registry(scheduler = new SessionScheduler()) {
     logger: pino({ level: 'silent' }),
   });
   // What the server reports is carried out in order, in this turn or, once its slice is spent, in later ones.
-  return { sessions, views: new SessionViews(sessions, 'registry'), settled: () => scheduler.settled(), close: () => store.close() };
+  return { sessions, views: new SessionViews(sessions, 'registry'), settled: () => scheduler.settled('requests'), close: () => store.close() };
 }
 
 const NODE = 'default.backend-1';
@@ -87,7 +87,7 @@ describe('a stream whose first request waited its turn when the instance began t
     let now = 0;
     let deferred: Array<() => void> = [];
     const scheduler = new SessionScheduler({ now: () => now, defer: (turn) => deferred.push(turn), sliceMs: 8 });
-    scheduler.schedule([0], () => (now += 10));
+    scheduler.schedule([0], () => (now += 10), 'requests');
     const { sessions, close } = await registry(scheduler);
     const waiting = new RecordingSink();
     sessions.open(stream('waiting'), waiting, NODE, first);

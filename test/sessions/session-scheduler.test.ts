@@ -27,7 +27,7 @@ describe('the session scheduler', () => {
   it('does cheap work at once, within the turn it was scheduled in', () => {
     const { scheduler } = handDriven();
     const done: number[] = [];
-    scheduler.schedule([1, 2, 3], (n) => done.push(n));
+    scheduler.schedule([1, 2, 3], (n) => done.push(n), 'requests');
     expect(done).toEqual([1, 2, 3]);
     expect(scheduler.busy).toBe(false);
   });
@@ -37,10 +37,14 @@ describe('the session scheduler', () => {
     const done: number[] = [];
     const items = Array.from({ length: 100 }, (_, i) => i);
     const tick = driven.cost(1);
-    driven.scheduler.schedule(items, (n) => {
-      done.push(n);
-      tick();
-    });
+    driven.scheduler.schedule(
+      items,
+      (n) => {
+        done.push(n);
+        tick();
+      },
+      'requests',
+    );
     // The clock is looked at every 16 items: 16 items of 1 ms pass the 8 ms slice.
     expect(done).toHaveLength(16);
     expect(driven.scheduler.busy).toBe(true);
@@ -59,7 +63,7 @@ describe('the session scheduler', () => {
       driven.cost(3)();
     };
     // As the xDS server hands over requests, each a batch of its own, in one turn of the loop.
-    for (let n = 0; n < 10; n++) driven.scheduler.schedule([n], work);
+    for (let n = 0; n < 10; n++) driven.scheduler.schedule([n], work, 'requests');
     expect(done).toEqual([0, 1, 2]);
     expect(driven.scheduler.busy).toBe(true);
     driven.turn();
@@ -67,22 +71,36 @@ describe('the session scheduler', () => {
     while (driven.turn());
     expect(done).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // A turn that has spent nothing yet does its work at once again.
-    driven.scheduler.schedule([10], work);
+    driven.scheduler.schedule([10], work, 'requests');
     expect(done.at(-1)).toBe(10);
   });
 
-  it('runs background work only while no sessions\' work waits, and lets sessions\' work scheduled meanwhile go first', () => {
+  it('lets a store change reaching every session go before the requests still waiting their turn', () => {
+    const driven = handDriven(8);
+    const done: string[] = [];
+    const request = (name: string) => {
+      done.push(name);
+      driven.cost(3)();
+    };
+    for (let n = 0; n < 6; n++) driven.scheduler.schedule([`request-${n}`], request, 'requests');
+    expect(done).toEqual(['request-0', 'request-1', 'request-2']);
+    driven.scheduler.schedule(['session-a', 'session-b'], (name) => done.push(name), 'fan-out');
+    while (driven.turn());
+    expect(done).toEqual(['request-0', 'request-1', 'request-2', 'session-a', 'session-b', 'request-3', 'request-4', 'request-5']);
+  });
+
+  it('runs background work only while no other work waits, and lets a store change scheduled meanwhile go first', () => {
     const driven = handDriven(8);
     const done: string[] = [];
     const tick = driven.cost(1);
-    driven.scheduler.schedule(['request'], (name) => done.push(name));
+    driven.scheduler.schedule(['request'], (name) => done.push(name), 'requests');
     // The records of 40 sessions, behind the request, then a store change while they are built.
     driven.scheduler.schedule(
       Array.from({ length: 40 }, (_, i) => `record-${i}`),
       (name) => {
         done.push(name);
         tick();
-        if (name === 'record-20') driven.scheduler.schedule(['change-a', 'change-b'], (change) => done.push(change));
+        if (name === 'record-20') driven.scheduler.schedule(['change-a', 'change-b'], (change) => done.push(change), 'fan-out');
       },
       'background',
     );
@@ -96,13 +114,13 @@ describe('the session scheduler', () => {
     expect(done.slice(at('change-b') + 1)).toEqual(Array.from({ length: 19 }, (_, i) => `record-${i + 21}`));
   });
 
-  it('settles a lane once the work scheduled in it before has run, background after the sessions\' work', async () => {
+  it('settles a lane once the work scheduled in it before has run, background after the requests', async () => {
     const driven = handDriven(8);
     const done: string[] = [];
     const tick = driven.cost(1);
     driven.scheduler.schedule(Array.from({ length: 20 }, (_, i) => `record-${i}`), (name) => (done.push(name), tick()), 'background');
     const recorded = driven.scheduler.settled('background').then(() => done.push('recorded'));
-    driven.scheduler.schedule(['request'], (name) => done.push(name));
+    driven.scheduler.schedule(['request'], (name) => done.push(name), 'requests');
     while (driven.turn()) await Promise.resolve();
     await recorded;
     expect(done.at(-1)).toBe('recorded');
@@ -113,12 +131,16 @@ describe('the session scheduler', () => {
     const driven = handDriven(8);
     const done: string[] = [];
     const tick = driven.cost(1);
-    driven.scheduler.schedule(Array.from({ length: 20 }, (_, i) => `a${i}`), (name) => {
-      done.push(name);
-      tick();
-      if (name === 'a0') driven.scheduler.schedule(['c'], (c) => done.push(c));
-    });
-    driven.scheduler.schedule(['b'], (b) => done.push(b));
+    driven.scheduler.schedule(
+      Array.from({ length: 20 }, (_, i) => `a${i}`),
+      (name) => {
+        done.push(name);
+        tick();
+        if (name === 'a0') driven.scheduler.schedule(['c'], (c) => done.push(c), 'requests');
+      },
+      'requests',
+    );
+    driven.scheduler.schedule(['b'], (b) => done.push(b), 'requests');
     while (driven.turn());
     expect(done).toEqual([...Array.from({ length: 20 }, (_, i) => `a${i}`), 'c', 'b']);
   });
@@ -127,27 +149,35 @@ describe('the session scheduler', () => {
     const driven = handDriven(8);
     const done: number[] = [];
     const tick = driven.cost(1);
-    driven.scheduler.schedule(Array.from({ length: 40 }, (_, i) => i), (n) => {
-      done.push(n);
-      tick();
-    });
+    driven.scheduler.schedule(
+      Array.from({ length: 40 }, (_, i) => i),
+      (n) => {
+        done.push(n);
+        tick();
+      },
+      'requests',
+    );
     let settled = false;
-    const waiting = driven.scheduler.settled().then(() => (settled = true));
+    const waiting = driven.scheduler.settled('requests').then(() => (settled = true));
     await Promise.resolve();
     expect(settled).toBe(false);
     while (driven.turn());
     await waiting;
     expect(done).toHaveLength(40);
     // With nothing scheduled, at once.
-    await driven.scheduler.settled();
+    await driven.scheduler.settled('requests');
     expect(driven.scheduler.busy).toBe(false);
   });
 
   it('ignores an empty batch', () => {
     const driven = handDriven();
-    driven.scheduler.schedule([], () => {
-      throw new Error('no work for an empty batch');
-    });
+    driven.scheduler.schedule(
+      [],
+      () => {
+        throw new Error('no work for an empty batch');
+      },
+      'requests',
+    );
     expect(driven.scheduler.busy).toBe(false);
     expect(driven.turn()).toBe(false);
   });
