@@ -26,6 +26,7 @@ type Clock = NonNullable<ActorOptions<SessionMachine>['clock']>;
 /** `T` with the properties `K` writable: what only the registry changes of a session. */
 type Mutable<T, K extends keyof T> = Omit<T, K> & { -readonly [P in K]: T[P] };
 
+/** What the scheduler does with a batch of one closure. */
 const run = (work: () => void) => work();
 
 /** ms between the slices of a drain. */
@@ -215,6 +216,7 @@ export class SessionRegistry implements SessionGateway {
     });
   }
 
+  /** Carries out `work` after what the server reported before it, in the scheduler's requests lane. */
   #inOrder(work: () => void): void {
     this.#options.scheduler.schedule([work], run, 'requests');
   }
