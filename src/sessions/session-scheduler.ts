@@ -14,6 +14,8 @@ export interface SessionSchedulerOptions {
 interface Batch {
   readonly items: readonly unknown[];
   readonly work: (item: unknown) => void;
+  /** `now()` when it was scheduled. */
+  readonly at: number;
   next: number;
 }
 
@@ -25,6 +27,13 @@ interface Batch {
 export type Lane = 'fan-out' | 'requests' | 'background';
 
 const LANES: readonly Lane[] = ['fan-out', 'requests', 'background'];
+
+/**
+ * ms a background batch waits at most behind requests: in a storm requests never run out, and
+ * the session records (which carry the instance's heartbeat) must still be saved well within
+ * the instance ttl.
+ */
+const BACKGROUND_MAX_WAIT_MS = 1_000;
 
 /**
  * Runs work over many sessions in slices bounded by time, one batch after another in the order
@@ -42,7 +51,9 @@ const LANES: readonly Lane[] = ['fan-out', 'requests', 'background'];
  * Lanes order the batches: a lane's batches run only while no more urgent lane has work, and
  * yield to it between items. A store change reaches the nodes already served before the
  * requests of a storm still waiting their turn, and is never queued behind 10,000 records being
- * built; within a lane, batches run in the order they were scheduled.
+ * built; within a lane, batches run in the order they were scheduled. A background batch that
+ * has waited BACKGROUND_MAX_WAIT_MS goes before requests (never before a fan-out), so a storm
+ * cannot starve it.
  */
 export class SessionScheduler {
   readonly #now: () => number;
@@ -70,7 +81,7 @@ export class SessionScheduler {
    */
   schedule<T>(items: readonly T[], work: (item: T) => void, lane: Lane): void {
     if (items.length === 0) return;
-    this.#lanes[lane].push({ items, work: work as (item: unknown) => void, next: 0 });
+    this.#lanes[lane].push({ items, work: work as (item: unknown) => void, at: this.#now(), next: 0 });
     if (this.#waiting() === 1 && !this.#pending) this.#run();
   }
 
@@ -90,10 +101,10 @@ export class SessionScheduler {
 
   /** The most urgent lane with work; undefined when none has. */
   #next(): Batch[] | undefined {
-    for (const lane of LANES) {
-      const batches = this.#lanes[lane];
-      if (batches.length > 0) return batches;
-    }
+    const { 'fan-out': fanOut, requests, background } = this.#lanes;
+    if (fanOut.length > 0) return fanOut;
+    if (background.length > 0 && (requests.length === 0 || this.#now() - background[0]!.at >= BACKGROUND_MAX_WAIT_MS)) return background;
+    if (requests.length > 0) return requests;
     return undefined;
   }
 

@@ -7,12 +7,14 @@ import { SessionScheduler } from '../../src/sessions/index.js';
  */
 function handDriven(sliceMs = 8) {
   let now = 0;
+  const clock = () => now;
   let deferred: Array<() => void> = [];
   const scheduler = new SessionScheduler({ now: () => now, defer: (turn) => deferred.push(turn), sliceMs });
   return {
     scheduler,
     /** Each item of work takes this long on the clock. */
     cost: (ms: number) => () => (now += ms),
+    now: clock,
     /** Ends this turn and runs the next; false when nothing was deferred to it. */
     turn: () => {
       const next = deferred;
@@ -112,6 +114,31 @@ describe('the session scheduler', () => {
     expect(at('change-a')).toBe(at('record-20') + 1);
     expect(at('change-b')).toBe(at('record-20') + 2);
     expect(done.slice(at('change-b') + 1)).toEqual(Array.from({ length: 19 }, (_, i) => `record-${i + 21}`));
+  });
+
+  it('runs a background batch before newer requests once it has waited a second, so a storm cannot starve the records', () => {
+    const driven = handDriven(8);
+    const done: string[] = [];
+    let recordedAt: number | undefined;
+    let sent = 0;
+    const request = (name: string) => {
+      done.push(name);
+      driven.cost(3)();
+    };
+    const more = (count: number) => {
+      for (let i = 0; i < count; i++) driven.scheduler.schedule([`request-${sent++}`], request, 'requests');
+    };
+    more(4);
+    driven.scheduler.schedule(['record'], () => (recordedAt = driven.now()), 'background');
+    // A storm: every turn brings more requests than a slice can answer.
+    for (let turn = 0; turn < 400 && recordedAt === undefined; turn++) {
+      more(4);
+      driven.turn();
+    }
+    expect(recordedAt).toBeGreaterThanOrEqual(1_000);
+    expect(recordedAt).toBeLessThan(1_100);
+    expect(driven.scheduler.busy).toBe(true);
+    expect(done.length).toBeLessThan(sent);
   });
 
   it('settles a lane once the work scheduled in it before has run, background after the requests', async () => {
