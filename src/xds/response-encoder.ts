@@ -1,4 +1,4 @@
-import { type EncodedResource, lengthDelimited, varintSize, writeVarint } from './encode.js';
+import { encodeFields, lengthDelimited, type EncodedResource, type FieldPart } from './encode.js';
 import type { DeltaResponse, SotwResponse, XdsResponse } from './ledger.js';
 
 // DiscoveryResponse field numbers (envoy/service/discovery/v3/discovery.proto).
@@ -19,16 +19,11 @@ const RESOURCE_VERSION = 1;
 const RESOURCE_RESOURCE = 2;
 const RESOURCE_NAME = 3;
 
-/** A part of a response: a field encoded before (cached), or a field written now around text or bytes. */
-type Part = Uint8Array | { readonly field: number; readonly text: string } | { readonly field: number; readonly bytes: Uint8Array };
-
 /**
  * Encodes DiscoveryResponses and DeltaDiscoveryResponses by hand around the resources' shared
  * `Any` bytes (I6: encode once); a Delta `Resource` (name, version, the resource) is cached per
- * resource. A response is one allocation: its size is summed first and every part copied into
- * place (bench/README.md: building it from concatenated pieces cost a third of a push's own
- * CPU). Nothing per node is kept: a node's own listeners and clusters are sent rarely, and a
- * cached copy of them would live as long as the session.
+ * resource. A response is one allocation (`encodeFields`). Nothing per node is kept: a node's
+ * own listeners and clusters are sent rarely, and a cached copy would live as long as the session.
  */
 export class ResponseEncoder {
   readonly #controlPlane: Buffer;
@@ -38,16 +33,16 @@ export class ResponseEncoder {
 
   /** `identifier` goes into `control_plane.identifier`, naming the instance that answered. */
   constructor(identifier: string) {
-    const controlPlane = lengthDelimited(1, Buffer.from(identifier, 'utf8'));
+    const controlPlane = encodeFields([{ field: 1, text: identifier }]);
     this.#controlPlane = lengthDelimited(CONTROL_PLANE, controlPlane);
     this.#deltaControlPlane = lengthDelimited(DELTA_CONTROL_PLANE, controlPlane);
   }
 
   encode(response: XdsResponse): Buffer {
-    return writeParts(response.protocol === 'sotw' ? this.#sotw(response) : this.#delta(response));
+    return encodeFields(response.protocol === 'sotw' ? this.#sotw(response) : this.#delta(response));
   }
 
-  #sotw(response: SotwResponse): Part[] {
+  #sotw(response: SotwResponse): FieldPart[] {
     return [
       { field: VERSION_INFO, text: response.version },
       ...response.resources.map((resource) => ({ field: RESOURCES, bytes: resource.any })),
@@ -57,7 +52,7 @@ export class ResponseEncoder {
     ];
   }
 
-  #delta(response: DeltaResponse): Part[] {
+  #delta(response: DeltaResponse): FieldPart[] {
     return [
       { field: DELTA_SYSTEM_VERSION_INFO, text: response.version },
       ...response.resources.map((resource) => this.#deltaResource(resource)),
@@ -71,10 +66,10 @@ export class ResponseEncoder {
   #deltaResource(resource: EncodedResource): Buffer {
     let encoded = this.#deltaResources.get(resource);
     if (!encoded) {
-      const wrapper = Buffer.concat([
-        lengthDelimited(RESOURCE_VERSION, Buffer.from(resource.version, 'utf8')),
-        lengthDelimited(RESOURCE_RESOURCE, resource.any),
-        lengthDelimited(RESOURCE_NAME, Buffer.from(resource.name, 'utf8')),
+      const wrapper = encodeFields([
+        { field: RESOURCE_VERSION, text: resource.version },
+        { field: RESOURCE_RESOURCE, bytes: resource.any },
+        { field: RESOURCE_NAME, text: resource.name },
       ]);
       encoded = lengthDelimited(DELTA_RESOURCES, wrapper);
       this.#deltaResources.set(resource, encoded);
@@ -87,42 +82,9 @@ export class ResponseEncoder {
     const key = `${field}\n${typeUrl}`;
     let encoded = this.#typeUrls.get(key);
     if (!encoded) {
-      encoded = lengthDelimited(field, Buffer.from(typeUrl, 'utf8'));
+      encoded = encodeFields([{ field, text: typeUrl }]);
       this.#typeUrls.set(key, encoded);
     }
     return encoded;
   }
-}
-
-/** The parts, in order, in one buffer of exactly their size. */
-function writeParts(parts: readonly Part[]): Buffer {
-  const lengths = new Array<number>(parts.length);
-  let size = 0;
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]!;
-    if (part instanceof Uint8Array) size += part.length;
-    else {
-      const length = 'text' in part ? Buffer.byteLength(part.text, 'utf8') : part.bytes.length;
-      lengths[i] = length;
-      size += varintSize((part.field << 3) | 2) + varintSize(length) + length;
-    }
-  }
-  const out = Buffer.allocUnsafe(size);
-  let at = 0;
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]!;
-    if (part instanceof Uint8Array) {
-      out.set(part, at);
-      at += part.length;
-    } else {
-      at = writeVarint(out, at, (part.field << 3) | 2);
-      at = writeVarint(out, at, lengths[i]!);
-      if ('text' in part) at += out.write(part.text, at, 'utf8');
-      else {
-        out.set(part.bytes, at);
-        at += part.bytes.length;
-      }
-    }
-  }
-  return out;
 }
