@@ -18,7 +18,7 @@ export interface SessionRecorderOptions {
   readonly now: () => number;
   readonly logger: Logger;
   /** The sessions' scheduler: records are built in its slices of time, in turn with the sessions' own work. */
-  readonly scheduler: Pick<SessionScheduler, 'schedule' | 'settled' | 'busy'>;
+  readonly scheduler: Pick<SessionScheduler, 'schedule' | 'settled'>;
 }
 
 /**
@@ -62,6 +62,7 @@ export class SessionRecorder {
     const upserts: SessionRecordInput[] = [];
     const removals: string[] = [];
     let failure: { readonly error: unknown } | undefined;
+    let built = 0;
     // Optimization: after a change every session ACKs, and 10,000 views in one loop would
     // stall the event loop for over 100 ms (bench/README.md, ui): built in the scheduler's
     // slices, in the background, so that the next change or a storm's requests never wait behind them.
@@ -76,12 +77,13 @@ export class SessionRecorder {
           // Thrown in a slice, it would stop the sessions' work too: this flush fails instead.
           failure ??= { error };
         }
+        built++;
       },
       'background',
     );
     // Built at once when nothing was queued before it: saved from the state the flush was asked
     // in, within its turn. Otherwise they are built over later turns, once the sessions' work is done.
-    if (scheduler.busy) await scheduler.settled('background');
+    if (built < nodes.size) await scheduler.settled('background');
     if (failure !== undefined) throw failure.error;
     try {
       const joined = await records.save({ instance: this.#options.instance(), upserts, removals });

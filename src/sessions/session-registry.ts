@@ -3,14 +3,12 @@ import { createActor, type Actor, type ActorOptions, type InspectionEvent } from
 import {
   delayedEventOf,
   sessionMachine,
-  sessionStateOf,
   stateIdOf,
   viewOf,
   type EndStatus,
   type SessionEvent,
   type SessionIntent,
   type SessionMachine,
-  type SessionState,
   type SessionStateId,
   type SessionView,
   type StreamInfo,
@@ -72,12 +70,10 @@ export interface Session {
   readonly actor: Actor<SessionMachine>;
   readonly story: SessionStory;
   /**
-   * The chart state the session rests in, and the session state it belongs to, kept as the
-   * actor moves: what counting and listing 10,000 sessions reads, without walking each
-   * snapshot's value.
+   * The chart state the session rests in, kept as the actor moves: what counting and listing
+   * 10,000 sessions reads, without walking each snapshot's value.
    */
   readonly at: SessionStateId;
-  readonly state: SessionState;
   /** Sends the actor an event, remembered as the cause of the move it makes, if any. */
   send(event: SessionEvent): void;
 }
@@ -247,12 +243,11 @@ export class SessionRegistry implements SessionGateway {
     // (3× the cost of an event, bench/README.md): only a session chosen for live inspection has one.
     const inspector = this.#callbacks.inspect?.(node);
     const actor = createActor(sessionMachine, { input: { node, evictionGrace }, clock, ...(inspector && { inspect: (inspection: InspectionEvent) => inspector.next?.(inspection) }) });
-    const session: Mutable<Session, 'at' | 'state'> = {
+    const session: Mutable<Session, 'at'> = {
       node,
       actor,
       story,
       at: 'connecting',
-      state: sessionStateOf('connecting'),
       send: (event) => {
         // An actor that ended processes nothing: its cause would never be taken.
         if (actor.getSnapshot().status !== 'active') return;
@@ -269,7 +264,6 @@ export class SessionRegistry implements SessionGateway {
         if (to === at) return;
         const record = story.moved(this.#options.now(), cause ?? { type: delayedEventOf(at) ?? 'xstate.after' }, at, to);
         session.at = to;
-        session.state = sessionStateOf(to);
         this.#callbacks.onTransition?.(node, record, () => this.#view(session));
         if (this.#log.isLevelEnabled('debug')) this.#log.debug({ node, from: record.from, to, event: record.event, ...record.detail }, 'session transition');
       },

@@ -1,4 +1,4 @@
-import { lastResponseNacked, SESSION_STATES, viewOf, type SessionState, type SessionView } from '../machines/index.js';
+import { lastResponseNacked, SESSION_STATES, sessionStateOf, viewOf, type SessionState, type SessionView } from '../machines/index.js';
 import { decodeAny, PROTOCOLS, SHORT_NAME, type Protocol } from '../xds/index.js';
 import type { Session, SessionRegistry } from './session-registry.js';
 
@@ -38,14 +38,14 @@ export class SessionViews {
   /** Every session's node, state and instance: a page of 10,000 sessions is chosen from these. */
   summaries(): SessionSummary[] {
     const out: SessionSummary[] = [];
-    for (const session of this.registry.sessions()) out.push({ node: session.node, state: session.state, instance: this.instanceId });
+    for (const session of this.registry.sessions()) out.push({ node: session.node, state: sessionStateOf(session.at), instance: this.instanceId });
     return out;
   }
 
   /** Sessions per state, every state included: what `/metrics` reports, without building views. */
   counts(): Record<SessionState, number> {
     const counts = Object.fromEntries(SESSION_STATES.map((state) => [state, 0])) as Record<SessionState, number>;
-    for (const session of this.registry.sessions()) counts[session.state]++;
+    for (const session of this.registry.sessions()) counts[sessionStateOf(session.at)]++;
     return counts;
   }
 
