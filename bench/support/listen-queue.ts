@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readOr } from './machine-cpu.js';
 
 /**
  * The kernel's accept-queue facts, from /proc (Linux; zero elsewhere). A listener's queue holds
@@ -32,12 +32,4 @@ function tcpExt(): Map<string, number> {
     if (names[0] === 'TcpExt:' && values[0] === 'TcpExt:') return new Map(names.slice(1).map((name, at) => [name, Number(values[at + 1])]));
   }
   return new Map();
-}
-
-function readOr(file: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return '';
-  }
 }

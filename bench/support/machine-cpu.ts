@@ -46,7 +46,8 @@ function postgresMs(): number {
   return total;
 }
 
-function readOr(file: string): string {
+/** A /proc file's text, or '' where there is none (not Linux, a process gone). */
+export function readOr(file: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch {
