@@ -58,10 +58,13 @@ export function refuseRequest(request: StreamRequest, nodeMetadata: Uint8Array |
 /** Why a Delta request's `initial_resource_versions` ends its stream: too many, or a name or version that is not storable text. */
 function refuseHeld(held: Readonly<Record<string, string>>, limits: XdsLimits): EndStatus | undefined {
   const names = Object.keys(held);
-  return (
-    refuseResourceNames('initial_resource_versions', names, limits) ??
-    names.map((name) => refuseText(`initial_resource_versions[${excerpt(name, 40)}]`, held[name]!)).find((refusal) => refusal !== undefined)
-  );
+  const refusal = refuseResourceNames('initial_resource_versions', names, limits);
+  if (refusal !== undefined) return refusal;
+  for (const name of names) {
+    const problem = textProblem(held[name]!, MAX_REQUEST_TEXT);
+    if (problem !== undefined) return invalidText(`initial_resource_versions[${excerpt(name, 40)}]`, problem);
+  }
+  return undefined;
 }
 
 /** Why a request's node ends its stream: an over-long id, or metadata too large, too deep or not a Struct. */
@@ -89,8 +92,9 @@ export function refuseResourceNames(field: string, names: readonly string[], lim
     return exhausted(`${field} lists ${names.length} names; at most ${limits.maxResourceNames} are accepted in one request`);
   }
   for (let i = 0; i < names.length; i += 1) {
-    const refusal = refuseText(`${field}[${i}]`, names[i]!);
-    if (refusal !== undefined) return refusal;
+    // The field's label is made only for a refusal: an ACK of ten names makes no strings.
+    const problem = textProblem(names[i]!, MAX_REQUEST_TEXT);
+    if (problem !== undefined) return invalidText(`${field}[${i}]`, problem);
   }
   return undefined;
 }
@@ -101,7 +105,11 @@ export function refuseResourceNames(field: string, names: readonly string[], lim
  */
 function refuseText(field: string, value: string): EndStatus | undefined {
   const problem = textProblem(value, MAX_REQUEST_TEXT);
-  return problem === undefined ? undefined : { code: 'INVALID_ARGUMENT', message: `${field} ${problem}` };
+  return problem === undefined ? undefined : invalidText(field, problem);
+}
+
+function invalidText(field: string, problem: string): EndStatus {
+  return { code: 'INVALID_ARGUMENT', message: `${field} ${problem}` };
 }
 
 function exhausted(message: string): EndStatus {

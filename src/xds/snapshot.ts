@@ -5,9 +5,7 @@ import { ResourceSet } from './resource-set.js';
 import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, type TypeUrl } from './type-urls.js';
 
 /** The brand only this module can write: a Snapshot made anywhere else does not type-check. */
-const sealed: unique symbol = Symbol('sealed snapshot');
-/** Every snapshot `sealSnapshot` made: a brand forged with a cast still fails `assertSealed`. */
-const sealedSnapshots = new WeakSet<object>();
+declare const sealed: unique symbol;
 
 /**
  * What a node can be sent of one type. `wildcard` is the node's full set for a wildcard
@@ -70,8 +68,33 @@ export type SealResult =
   | { readonly ok: true; readonly snapshot: Snapshot }
   | { readonly ok: false; readonly error: EmptyConfigurationError | MissingReferenceError };
 
+/**
+ * The only class whose instances are Snapshots. A private field is what `assertSealed` checks:
+ * a copy of a snapshot, or an object given the brand with a cast, does not have it.
+ */
+class SealedSnapshot implements Snapshot {
+  declare readonly [sealed]: true;
+  readonly #sealed = true;
+
+  constructor(
+    readonly node: string,
+    readonly revision: number,
+    readonly types: Readonly<Record<TypeUrl, TypeSnapshot>>,
+    readonly resourceCount: number,
+  ) {
+    Object.freeze(this);
+  }
+
+  static sealed(value: object): boolean {
+    return #sealed in value;
+  }
+}
+
 /** Which type a resource's `references` point into. */
-const REFERENCED: Partial<Record<TypeUrl, TypeUrl>> = { [LISTENER]: ROUTE, [CLUSTER]: ENDPOINT };
+const REFERENCES: readonly (readonly [from: TypeUrl, to: TypeUrl])[] = [
+  [LISTENER, ROUTE],
+  [CLUSTER, ENDPOINT],
+];
 
 // A shared set is checked once against the shared sets it points into, not once per node.
 const checkedAgainst = new WeakMap<ResourceSet, readonly ResourceSet[]>();
@@ -91,27 +114,24 @@ export function sealSnapshot(parts: SnapshotParts): SealResult {
   }
   if (resourceCount === 0) return { ok: false, error: new EmptyConfigurationError(parts.node, parts.revision) };
 
-  for (const [from, to] of Object.entries(REFERENCED) as [TypeUrl, TypeUrl][]) {
+  for (const [from, to] of REFERENCES) {
     const target = types[to];
-    const missing = new Set<string>();
-    for (const resource of types[from].wildcard.list) collectMissing(resource, target, missing);
+    let missing: Set<string> | undefined;
+    for (const resource of types[from].wildcard.list) missing = collectMissing(resource, target, missing);
     for (const set of types[from].named) {
       if (sameSets(checkedAgainst.get(set), target.named)) continue;
       let withinShared = true;
       for (const resource of set.list) {
-        collectMissing(resource, target, missing);
+        missing = collectMissing(resource, target, missing);
         withinShared &&= resource.references.every((name) => target.named.some((shared) => shared.get(name)));
       }
       if (withinShared) checkedAgainst.set(set, target.named);
     }
-    if (missing.size > 0) {
+    if (missing !== undefined) {
       return { ok: false, error: new MissingReferenceError(parts.node, parts.revision, to, [...missing].sort()) };
     }
   }
-
-  const snapshot: Snapshot = Object.freeze({ [sealed]: true as const, node: parts.node, revision: parts.revision, types, resourceCount });
-  sealedSnapshots.add(snapshot);
-  return { ok: true, snapshot };
+  return { ok: true, snapshot: new SealedSnapshot(parts.node, parts.revision, types, resourceCount) };
 }
 
 /** A value that claims to be a Snapshot but was not sealed here: a bug that would push what no generator made. */
@@ -124,11 +144,13 @@ export class ForgedSnapshotError extends ChanceryError {
 
 /** Throws unless `snapshot` came from `sealSnapshot`: checked before anything is pushed from it (I1). */
 export function assertSealed(snapshot: Snapshot): void {
-  if (!sealedSnapshots.has(snapshot)) throw new ForgedSnapshotError((snapshot as { node?: unknown }).node);
+  if (!SealedSnapshot.sealed(snapshot)) throw new ForgedSnapshotError((snapshot as { node?: unknown }).node);
 }
 
-function collectMissing(resource: EncodedResource, target: TypeSnapshot, missing: Set<string>): void {
-  for (const name of resource.references) if (!target.get(name)) missing.add(name);
+/** `missing` with the names `resource` references that `target` lacks; made only when one is missing. */
+function collectMissing(resource: EncodedResource, target: TypeSnapshot, missing: Set<string> | undefined): Set<string> | undefined {
+  for (const name of resource.references) if (!target.get(name)) (missing ??= new Set()).add(name);
+  return missing;
 }
 
 function sameSets(a: readonly ResourceSet[] | undefined, b: readonly ResourceSet[]): boolean {
