@@ -4,6 +4,7 @@ import { DEFAULTS } from '../defaults.js';
 import { isLoopback } from '../host-port.js';
 import type { TlsFilePaths } from '../identity/index.js';
 import { parseInspectorUrl, parseNodePattern } from '../inspector/index.js';
+import { parseStoreSpec } from '../store/index.js';
 import { UsageError } from './errors.js';
 import {
   parseAddress,
@@ -82,6 +83,14 @@ export const RUN_OPTIONS = {
     value: 'memory|pglite:DIR|postgres://…',
     help: 'where resources are kept',
     parse: parseStore,
+  },
+  workers: {
+    flag: 'workers',
+    env: 'CHANCERY_WORKERS',
+    default: '1',
+    value: 'COUNT',
+    help: 'processes serving xDS and the API on the same ports, one core each: every worker is an instance of its own (its sessions, its heartbeat) sharing the store, so more than 1 needs --store postgres://…',
+    parse: parseCount,
   },
   instanceId: {
     flag: 'instance-id',
@@ -292,6 +301,7 @@ export function resolveOptions<TSpecs extends Specs>(
 /** What `createControlPlane` takes; the log level is already in `logger`. */
 export function controlPlaneOptionsOf(config: RunConfig, logger: Logger): ControlPlaneOptions {
   checkFleetTiming(config);
+  checkWorkers(config);
   return {
     xdsAddress: config.xdsAddress,
     apiAddress: config.apiAddress,
@@ -361,6 +371,14 @@ function checkFleetTiming(config: RunConfig): void {
       `--instance-ttl (${config.instanceTtl} ms) must be at least 3 × --record-interval (${config.recordInterval} ms), or live instances would look dead between saves`,
     );
   }
+}
+
+/** Workers are instances sharing one store: only Postgres is shared between processes. */
+function checkWorkers(config: RunConfig): void {
+  if (config.workers === 1 || parseStoreSpec(config.store).kind === 'postgres') return;
+  throw new UsageError(
+    `--workers ${config.workers} needs a store the workers share, --store postgres://…; ${config.store === 'memory' ? 'memory' : 'PGlite'} belongs to one process (use --workers 1)`,
+  );
 }
 
 /**

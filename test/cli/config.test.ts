@@ -20,6 +20,7 @@ describe('the run option table', () => {
       xdsAddress: '0.0.0.0:5678',
       apiAddress: '127.0.0.1:5681',
       store: 'pglite:./.chancery/data',
+      workers: 1,
       refreshInterval: 1000,
       evictionGrace: 10_000,
       recordInterval: 1_000,
@@ -79,6 +80,16 @@ describe('the run option table', () => {
       /--instance-ttl \(15000 ms\) must be at least 3 × --record-interval \(10000 ms\)/,
     );
     expect(controlPlaneOptionsOf(resolve({ 'record-interval': '5s' }), logger)).toMatchObject({ recordInterval: 5_000, instanceTtl: 15_000 });
+  });
+
+  it('runs more than one worker only on a store the workers share: Postgres', () => {
+    const logger = pino({ level: 'silent' });
+    for (const store of ['memory', 'pglite:./data']) {
+      expect(usageMessage(() => controlPlaneOptionsOf(resolve({ workers: '2', store }), logger))).toMatch(/^--workers 2 needs a store the workers share, --store postgres:\/\/…;/);
+    }
+    expect(controlPlaneOptionsOf(resolve({ workers: '1', store: 'memory' }), logger)).toMatchObject({ store: 'memory' });
+    expect(resolve({}, { CHANCERY_WORKERS: '2', CHANCERY_STORE: 'postgres://db/chancery' })).toMatchObject({ workers: 2 });
+    expect(usageMessage(() => resolve({ workers: '0' }))).toMatch(/^--workers: expected a whole number of at least 1; got "0"/);
   });
 
   it('reads --max-connection-age as off or a duration, and refuses anything else naming the flag', () => {

@@ -13,6 +13,8 @@ export interface ChanceryProcess {
   readonly xds: string;
   /** Its instance id, from its start line. */
   readonly instanceId: string;
+  /** The start line, parsed: what `ready` names carries more than the addresses. */
+  readonly started: Readonly<Record<string, unknown>>;
   /** Everything it printed so far, for failure messages. */
   output(): string;
   /** Sends SIGTERM; resolves with the exit code once it has exited. */
@@ -30,11 +32,12 @@ const running = new Map<ChildProcess, Promise<Exit>>();
 
 /**
  * Starts `chancery run` from the source (`node --import tsx src/cli/main.ts run`) on 127.0.0.1
- * with ports 0, plus `args`, and resolves once it logs `chancery started` (a JSON line on
- * stdout naming the bound addresses); rejects with its output if it exits first. Variables
- * `CHANCERY_*` of the test runner are not passed on.
+ * with ports 0, plus `args`, and resolves once it logs `ready` (a JSON line on stdout naming
+ * the bound addresses: `chancery started`, or `chancery workers started` from the primary of
+ * `--workers`); rejects with its output if it exits first. Variables `CHANCERY_*` of the test
+ * runner are not passed on.
  */
-export async function startChancery(args: readonly string[]): Promise<ChanceryProcess> {
+export async function startChancery(args: readonly string[], { ready: readyMessage = 'chancery started' } = {}): Promise<ChanceryProcess> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('CHANCERY_')));
   const child = spawn(
     process.execPath,
@@ -47,19 +50,20 @@ export async function startChancery(args: readonly string[]): Promise<ChanceryPr
 
   let output = '';
   child.stderr!.setEncoding('utf8').on('data', (text: string) => (output += text));
-  const started = new Promise<{ api: string; xds: string; instanceId: string }>((resolve, reject) => {
+  const ready = new Promise<Record<string, unknown>>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       output += `${line}\n`;
       const entry = parseLine(line);
-      if (entry?.['msg'] === 'chancery started') resolve({ api: String(entry['api']), xds: String(entry['xds']), instanceId: String(entry['instance']) });
+      if (entry?.['msg'] === readyMessage) resolve(entry);
     });
     void exited.then(({ code, signal }) => reject(new Error(`chancery run exited (${code ?? signal}) before it started:\n${output}`)));
   });
-  const { api, xds, instanceId } = await started;
+  const started = await ready;
   return {
-    url: `http://${api}`,
-    xds,
-    instanceId,
+    url: `http://${String(started['api'])}`,
+    xds: String(started['xds']),
+    instanceId: String(started['instance']),
+    started,
     output: () => output,
     async stop() {
       child.kill('SIGTERM');

@@ -4,6 +4,8 @@ import { controlPlaneOptionsOf, describeOptions, flagsOf, resolveOptions, RUN_OP
 import { ChanceryError } from '../../chancery-error.js';
 import { StartFailedError } from '../errors.js';
 import { EXIT } from '../report-error.js';
+import { primaryAsksToStop, reportStarted, superviseWorkers, workerIndex } from '../worker-cluster.js';
+import type { ControlPlaneOptions } from '../../control-plane-options.js';
 
 const OPTIONS = flagsOf(RUN_OPTIONS);
 
@@ -25,9 +27,17 @@ ${describeOptions(RUN_OPTIONS).join('\n')}
     atMost(positionals, 0);
     const config = resolveOptions(RUN_OPTIONS, values, io.env);
     const logger = pino({ level: config.logLevel }, io.stdout);
+    const options = controlPlaneOptionsOf(config, logger);
+    const worker = workerIndex();
+    if (config.workers > 1 && worker === undefined) {
+      await superviseWorkers({ count: config.workers, logger, stopRequested: io.stopRequested });
+      return EXIT.ok;
+    }
+    // A worker stops when the primary asks, as well as on a signal of its own (Ctrl-C reaches both).
+    const stopRequested = worker === undefined ? io.stopRequested() : Promise.race([io.stopRequested(), primaryAsksToStop()]);
     // Loaded here, not at the top: client commands should not pay for gRPC, XState and protos.
     const { createControlPlane } = await import('../../control-plane.js');
-    const controlPlane = createControlPlane(controlPlaneOptionsOf(config, logger));
+    const controlPlane = createControlPlane(worker === undefined ? options : workerOptions(options, worker));
     try {
       await controlPlane.start();
     } catch (error) {
@@ -35,9 +45,15 @@ ${describeOptions(RUN_OPTIONS).join('\n')}
       await controlPlane.stop().catch((stopError: unknown) => logger.warn({ err: stopError }, 'stopping after a failed start failed too'));
       throw error instanceof ChanceryError ? error : new StartFailedError(error);
     }
-    const signal = await io.stopRequested();
+    if (worker !== undefined) reportStarted({ instance: controlPlane.instanceId, ...controlPlane.addresses });
+    const signal = await stopRequested;
     logger.info({ signal }, 'stopping');
     await controlPlane.drain();
     return EXIT.ok;
   },
 };
+
+/** A worker is an instance of its own: `--instance-id` names the set, and each worker adds its index. */
+function workerOptions(options: ControlPlaneOptions, index: number): ControlPlaneOptions {
+  return options.instanceId === undefined ? options : { ...options, instanceId: `${options.instanceId}-${index}` };
+}
