@@ -4,22 +4,26 @@
  * drives it over IPC: it applies the mesh, makes changes, and reads memory after a forced GC,
  * CPU time, event-loop delay and session counts. Start it with `--expose-gc` (ChildLink.fork does).
  */
+import cluster from 'node:cluster';
 import { pino } from 'pino';
 import { filter, firstValueFrom, timeout } from 'rxjs';
 import { createControlPlane, type ControlPlane } from '../src/index.js';
 import { generate } from '../src/mesh/index.js';
 import { serveCommands, monotonicMs } from './support/child-link.js';
 import { processProbes, type ProbeApi } from './support/process-probes.js';
+import { listening, ServerWorkers } from './support/server-workers.js';
 import { backendDataplanes, dataplane, hubEndpoint, nodeId, type MeshShape } from './support/mesh-shape.js';
 
 export type ServerApi = ProbeApi & {
   /**
    * `store` defaults to `memory`, `instanceId` to `bench`. `streamsPerConnection` is how many
    * streams the fleet multiplexes on one connection, more than a real Envoy (one) and than the
-   * default limit allows: the server is told to take them.
+   * default limit allows: the server is told to take them. `workers` above 1 (with a Postgres
+   * `store`) runs that many worker processes, as `chancery run --workers` does; every command
+   * after goes to them, and their answers are added up.
    */
   start: {
-    args: { refreshInterval: number; store?: string; instanceId?: string; streamsPerConnection: number; api?: boolean };
+    args: { refreshInterval: number; store?: string; instanceId?: string; streamsPerConnection: number; api?: boolean; workers?: number };
     /** `api`: the HTTP API's address, when `api` asked for one. */
     result: { xds: string; api?: string; pid: number; ms: number };
   };
@@ -27,7 +31,8 @@ export type ServerApi = ProbeApi & {
   apply: { args: { shape: MeshShape; concurrency: number }; result: { ms: number; revision: number } };
   /** Generates every node's snapshot once, so the memoised per-node resources exist before any session does. */
   warm: { args: { shape: MeshShape }; result: { ms: number } };
-  sessions: { args: null; result: { counts: Record<string, number>; ms: number } };
+  /** Sessions by state; with workers, also how many each worker has (the kernel decides who accepts a connection). */
+  sessions: { args: null; result: { counts: Record<string, number>; byWorker?: number[]; ms: number } };
   /**
    * Adds one hub endpoint. `fannedOutAt` is when the store's projection emission reached a
    * subscriber made after the control plane's own, i.e. once every session had handled
@@ -54,7 +59,10 @@ function running(): ControlPlane {
   return cp;
 }
 
-serveCommands<ServerApi>({
+type Handlers = { [K in keyof ServerApi]: (args: ServerApi[K]['args']) => Promise<ServerApi[K]['result']> | ServerApi[K]['result'] };
+
+/** What one control plane answers: this process's when it runs alone, a worker's with `workers`. */
+const instance: Handlers = {
   ...processProbes(),
   async start({ refreshInterval, store = 'memory', instanceId = 'bench', streamsPerConnection, api = false }) {
     const started = monotonicMs();
@@ -130,4 +138,67 @@ serveCommands<ServerApi>({
     setTimeout(() => process.exit(0), 10);
     return { ms: monotonicMs() - started };
   },
-});
+};
+
+/** A command sent on to the workers waits as long as the bench waits for it: the bench's own deadline applies. */
+const INNER_TIMEOUT = 15 * 60_000;
+
+/**
+ * The commands of the process the bench forked: one control plane's, until a `start` with more
+ * than one worker forks them; from then on each command goes to the workers. A write goes to
+ * the first, and is done once every worker's sessions have handled it.
+ */
+function withWorkers(alone: Handlers): Handlers {
+  let group: ServerWorkers | undefined;
+  const routed = <K extends keyof ServerApi>(name: K, together: (workers: ServerWorkers, args: ServerApi[K]['args']) => Promise<ServerApi[K]['result']>) =>
+    ((args: ServerApi[K]['args']) => (group === undefined ? alone[name](args as never) : together(group, args))) as Handlers[K];
+  return {
+    ...alone,
+    start: async (args) => {
+      if ((args.workers ?? 1) === 1) return alone.start(args);
+      const { group: started, started: result } = await ServerWorkers.start(args.workers!, args, INNER_TIMEOUT);
+      group = started;
+      return result;
+    },
+    apply: routed('apply', async (workers, args) => {
+      const started = monotonicMs();
+      const { revision } = await workers.first('apply', args, INNER_TIMEOUT);
+      await workers.reached(revision, INNER_TIMEOUT);
+      return { ms: monotonicMs() - started, revision };
+    }),
+    warm: routed('warm', async (workers, args) => {
+      const started = monotonicMs();
+      await workers.each('warm', () => args, INNER_TIMEOUT);
+      return { ms: monotonicMs() - started };
+    }),
+    memory: routed('memory', (workers) => workers.memory(INNER_TIMEOUT)),
+    usage: routed('usage', async (workers) => workers.usage(await alone.usage(null), INNER_TIMEOUT)),
+    sessions: routed('sessions', async (workers) => {
+      const started = monotonicMs();
+      const counts: Record<string, number> = {};
+      const answers = await workers.each('sessions', () => null, INNER_TIMEOUT);
+      for (const answer of answers) {
+        for (const [state, count] of Object.entries(answer.counts)) counts[state] = (counts[state] ?? 0) + count;
+      }
+      const byWorker = answers.map((answer) => Object.values(answer.counts).reduce((a, b) => a + b, 0));
+      return { counts, byWorker, ms: monotonicMs() - started };
+    }),
+    change: routed('change', async (workers, args) => {
+      const written = await workers.first('change', args, INNER_TIMEOUT);
+      return { ...written, fannedOutAt: await workers.reached(written.revision, INNER_TIMEOUT) };
+    }),
+    reached: routed('reached', async (workers, { revision, timeoutMs }) => ({ at: await workers.reached(revision, timeoutMs) })),
+    profileStart: routed('profileStart', () => Promise.reject(new Error('--cpu-prof profiles one process; not with --workers'))),
+    stop: routed('stop', async (workers) => {
+      const started = monotonicMs();
+      await workers.stop(INNER_TIMEOUT);
+      setTimeout(() => process.exit(0), 10);
+      return { ms: monotonicMs() - started };
+    }),
+  };
+}
+
+if (cluster.isWorker) {
+  serveCommands<ServerApi>(instance);
+  listening();
+} else serveCommands<ServerApi>(withWorkers(instance));

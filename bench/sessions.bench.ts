@@ -9,7 +9,7 @@
  *   npm run bench -- sessions [--n 1000,10000] [--protocol sotw,delta] [--changes 3]
  *                             [--services 10] [--backends 3] [--streams-per-connection 1]
  *                             [--fleet-processes 2] [--no-ceiling] [--unpinned] [--cpu-prof]
- *                             [--storm-change]
+ *                             [--storm-change] [--workers 1]
  *
  * Targets (issue 12, N = 10,000): all served within 5 s of a connect storm; a change ACKed at
  * every node within 1 s (p99); ≤ 60 µs of server CPU per node per change; ≤ 40 KB RSS per
@@ -32,6 +32,7 @@ import { integerOption } from './support/integer-option.js';
 import type { MeshShape } from './support/mesh-shape.js';
 import { printHot, profileFile } from './support/print-profile.js';
 import { printTable } from './support/print-table.js';
+import { startBenchPostgres } from './support/bench-postgres.js';
 import { ApiProbe, type ProbedPath } from './support/api-probe.js';
 import type { MemorySample, UsageSample } from './support/process-probes.js';
 import { listenLimits, sampleListenQueue, type ListenQueueCounters } from './support/listen-queue.js';
@@ -53,6 +54,8 @@ interface Options {
   readonly stormChange: boolean;
   readonly idleMs: number;
   readonly deadlineMs: number;
+  /** Chancery's worker processes (`chancery run --workers`); more than 1 runs them on Postgres, unpinned. */
+  readonly workers: number;
 }
 
 /** Which server a run measured. */
@@ -114,6 +117,8 @@ interface ChanceryRun extends Run {
   readonly memory: { readonly applied: MemorySample; readonly warmed: MemorySample; readonly sessions: MemorySample };
   readonly idleCpuPercent: number;
   readonly states: Record<string, number>;
+  /** Sessions per worker, with `--workers`. */
+  readonly byWorker?: readonly number[];
 }
 
 const SECOND = 1_000;
@@ -127,18 +132,22 @@ const children = new BenchChildren();
 export default async function sessionsBench(argv: readonly string[]): Promise<void> {
   const options = parseOptions(argv);
   printMachine('before', options);
+  // Workers share a store between processes: Postgres, a database per run.
+  const postgres = options.workers > 1 ? await startBenchPostgres() : undefined;
+  if (postgres) console.log(`[sessions] ${options.workers} workers on Postgres: ${postgres.describe}`);
   await children.withDeadline('sessions', options.deadlineMs, async () => {
     const runs: Run[] = [];
     for (const nodes of options.sizes) {
       for (const protocol of options.protocols) {
-        const chancery = await runChancery(nodes, protocol, options);
+        const store = await postgres?.newDatabase();
+        const chancery = await runChancery(nodes, protocol, options, store);
         runs.push(chancery);
         if (options.ceiling) runs.push(await runCeiling(nodes, protocol, responseSizes(chancery), options));
       }
     }
     printMachine('after', options);
     printResults(runs, options);
-  });
+  }).finally(() => postgres?.stop());
 }
 
 function parseOptions(argv: readonly string[]): Options {
@@ -158,12 +167,15 @@ function parseOptions(argv: readonly string[]): Options {
       unpinned: { type: 'boolean', default: false },
       'cpu-prof': { type: 'boolean', default: false },
       'storm-change': { type: 'boolean', default: false },
+      workers: { type: 'string', default: '1' },
     },
   });
   const count = (name: string, value: string, min: number, max: number) => integerOption(name, value, min, max);
   const protocols = values.protocol.split(',').map((protocol) => protocol.trim());
   const unknown = protocols.filter((protocol) => protocol !== 'sotw' && protocol !== 'delta');
   if (unknown.length > 0) throw new Error(`--protocol takes sotw, delta or both (comma-separated), not "${unknown.join(',')}"`);
+  const workers = count('workers', values.workers, 1, 16);
+  if (workers > 1 && values['cpu-prof']) throw new Error('--cpu-prof profiles one process; run it without --workers');
   return {
     sizes: values.n.split(',').map((size) => count('n', size.trim(), 1, 20_000)),
     protocols: protocols as WireProtocol[],
@@ -175,9 +187,11 @@ function parseOptions(argv: readonly string[]): Options {
     ceiling: !values['no-ceiling'],
     idleMs: count('idle-ms', values['idle-ms'], 0, 30_000),
     deadlineMs: count('deadline-s', values['deadline-s'], 1, 3_600) * SECOND,
-    pin: !values.unpinned && canPin(),
+    // Workers are there to use both cores: nothing is pinned.
+    pin: !values.unpinned && workers === 1 && canPin(),
     cpuProf: values['cpu-prof'],
     stormChange: values['storm-change'],
+    workers,
   };
 }
 
@@ -204,13 +218,14 @@ interface Measured {
   readonly api?: string;
 }
 
-async function runChancery(nodes: number, protocol: WireProtocol, options: Options): Promise<ChanceryRun> {
-  const label = `chancery N=${nodes} ${protocol}`;
+async function runChancery(nodes: number, protocol: WireProtocol, options: Options, store: string | undefined): Promise<ChanceryRun> {
+  const label = `chancery N=${nodes} ${protocol}${options.workers > 1 ? ` workers=${options.workers}` : ''}`;
   const shape = shapeOf(nodes, options);
   console.log(`\n[sessions] ${label}: starting the server`);
   const server = forkServer<ServerApi>('server', 'server.ts', options);
   return measuring(label, async () => {
-    const { xds, api } = await server.request('start', { refreshInterval: 1_000, streamsPerConnection: options.streamsPerConnection, api: true }, 30 * SECOND);
+    const start = { refreshInterval: 1_000, streamsPerConnection: options.streamsPerConnection, api: true, workers: options.workers, ...(store !== undefined && { store }) };
+    const { xds, api } = await server.request('start', start, 60 * SECOND);
     console.log(`[sessions] ${label}: applying ${nodes} dataplanes${shape.backends ? ` and ${shape.services * shape.backends} backends` : ''}`);
     const { ms: applyMs } = await server.request('apply', { shape, concurrency: 500 }, 120 * SECOND);
     const applied = await server.request('memory', null, 30 * SECOND);
@@ -225,7 +240,7 @@ async function runChancery(nodes: number, protocol: WireProtocol, options: Optio
     await sleep(options.idleMs);
     const afterIdle = await server.request('usage', null, 10 * SECOND);
     const sessions = await server.request('memory', null, 60 * SECOND);
-    const { counts: states } = await server.request('sessions', null, 60 * SECOND);
+    const { counts: states, byWorker } = await server.request('sessions', null, 60 * SECOND);
 
     const changes = await runChanges(measured, nodes, options);
     await shutDown(measured);
@@ -240,6 +255,7 @@ async function runChancery(nodes: number, protocol: WireProtocol, options: Optio
       memory: { applied, warmed, sessions },
       idleCpuPercent: (100 * (afterIdle.cpuMs - afterStorm.cpuMs)) / (afterIdle.at - afterStorm.at),
       states,
+      ...(byWorker && { byWorker }),
     };
   });
 }
@@ -390,7 +406,8 @@ function printMachine(when: string, options: Options): void {
   const [one, five, fifteen] = loadavg().map((load) => load.toFixed(2));
   const cpu = cpus();
   const pinning = options.pin ? 'server pinned to CPU 0, fleet to CPU 1' : 'not pinned';
-  console.log(`[sessions] ${when}: node ${process.version}, ${cpu.length} CPUs (${cpu[0]?.model ?? '?'}), ${pinning}, ${listenLimits()}, load average ${one} ${five} ${fifteen}`);
+  const server = options.workers > 1 ? `, Chancery as ${options.workers} workers on Postgres (the ceiling one process)` : '';
+  console.log(`[sessions] ${when}: node ${process.version}, ${cpu.length} CPUs (${cpu[0]?.model ?? '?'}), ${pinning}${server}, ${listenLimits()}, load average ${one} ${five} ${fifteen}`);
 }
 
 const kb = (bytes: number) => (bytes / 2 ** 10).toFixed(1);
@@ -485,7 +502,7 @@ function printResults(runs: readonly Run[], options: Options): void {
         kb(run.storm.rssPerSession),
         ceiling ? kb(ceiling.rssPerSession) : '–',
         run.idleCpuPercent.toFixed(1),
-        Object.entries(run.states).map(([state, count]) => `${state} ${count}`).join(', '),
+        Object.entries(run.states).map(([state, count]) => `${state} ${count}`).join(', ') + (run.byWorker ? ` (${run.byWorker.join(' + ')})` : ''),
         s(run.applyMs),
         s(run.warmMs),
       ];

@@ -65,6 +65,11 @@ export class ChildLink<T extends Api> {
     return new ChildLink<T>(name, child);
   }
 
+  /** The parent's end of a child started some other way with an IPC channel (a cluster worker). */
+  static over<T extends Api>(name: string, child: ChildProcess): ChildLink<T> {
+    return new ChildLink<T>(name, child);
+  }
+
   get pid(): number | undefined {
     return this.#child.pid;
   }
