@@ -84,6 +84,7 @@ export async function superviseWorkers({ count, logger, stopRequested }: Supervi
   const fork = (index: number): Worker => {
     const worker = cluster.fork({ [WORKER_INDEX]: String(index) });
     workers.set(index, worker);
+    log.info({ index, pid: worker.process.pid }, 'worker forked');
     return worker;
   };
   const started = (worker: Worker) =>

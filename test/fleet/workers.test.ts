@@ -109,4 +109,19 @@ describe('chancery run --workers 2', () => {
     expect(pids.filter(alive)).toEqual([]);
     expect(run.output()).toContain('"msg":"stopping the workers"');
   });
+
+  it('exits 1 naming the worker when one cannot start, and leaves no worker behind', async () => {
+    // Nothing listens on port 1: each worker's store fails to connect.
+    const failed = startChancery(['--workers', '2', '--store', 'postgres://postgres@127.0.0.1:1/chancery'], { ready: 'chancery workers started' });
+    const error = await failed.then(
+      () => new Error('chancery run --workers started without its store'),
+      (reason: Error) => reason,
+    );
+    expect(error.message).toMatch(/exited \(1\) before it started/);
+    expect(error.message).toMatch(/could not start: worker [12] exited \(code 1\) before it served/);
+    const forked = error.message.split('\n').filter((line) => line.includes('"msg":"worker forked"'));
+    const pids = forked.map((line) => (JSON.parse(line) as { pid: number }).pid);
+    expect(pids).toHaveLength(2);
+    expect(pids.filter(alive)).toEqual([]);
+  });
 });
