@@ -1,5 +1,5 @@
 import type { SessionView } from '../machines/index.js';
-import type { SessionSummary, SessionViews, SessionWatch } from '../sessions/index.js';
+import type { SessionPage, SessionSummary, SessionViews, SessionWatch } from '../sessions/index.js';
 import type { FleetSession } from '../fleet/index.js';
 import type { RefusalSummary } from '../identity/index.js';
 import type { InstanceRecord, ResourceStore } from '../store/index.js';
@@ -13,6 +13,8 @@ export interface ApiBackend {
     get(node: string): SessionView | undefined;
     /** Node, state and instance of every session, without building views. */
     summaries(): readonly SessionSummary[];
+    /** Every session in node order from `offset`, at most `limit`, with the counts of all of them: no filter, no scan. */
+    inOrder(offset: number, limit: number | undefined): SessionPage;
     /** Whether the node's last response of some type was NACKed. */
     nacking(node: string): boolean;
     /**
@@ -60,6 +62,7 @@ export function sessionsOf(views: SessionViews, watch: SessionWatch): ApiBackend
     list: () => views.list(),
     get: (node) => views.get(node),
     summaries: () => views.summaries(),
+    inOrder: (offset, limit) => views.inOrder(offset, limit),
     nacking: (node) => views.nacking(node),
     watch: (listener) => watch.watch(listener),
     lastSent: (node) => views.lastSent(node),

@@ -39,7 +39,12 @@ interface SessionCounts {
 export function registerSessionRoutes(app: FastifyInstance, { sessions, fleet, refusals }: Pick<ApiBackend, 'sessions' | 'fleet' | 'refusals'>): void {
   app.get<{ Querystring: Record<string, unknown> }>('/sessions', async (request) => {
     const query = readSessionQuery(request.query);
-    const listed = query.scope === 'fleet' ? page(fleetSource(sessions, await fleet.others()), query) : page(localSource(sessions), query);
+    const listed =
+      query.scope === 'fleet'
+        ? page(fleetSource(sessions, await fleet.others()), query)
+        : unfiltered(query)
+          ? sessions.inOrder(query.offset, query.limit)
+          : page(localSource(sessions), query);
     // Refused streams have no session: they are listed beside the sessions, as this instance saw them.
     return { ...listed, refused: refusals() };
   });
@@ -138,6 +143,11 @@ function fleetSource(sessions: ApiBackend['sessions'], others: readonly SessionV
     view: (summary) => summary.view ?? local.view(summary),
     nacking: (summary) => (summary.view === undefined ? local.nacking(summary) : lastResponseNacked(summary.view.types)),
   };
+}
+
+/** No filter: the page is a slice of the sessions the registry keeps in order. */
+function unfiltered({ state, mesh, instance, nacking }: SessionQuery): boolean {
+  return state === undefined && mesh === undefined && instance === undefined && nacking === undefined;
 }
 
 function matches<S extends SessionSummary>(summary: S, query: SessionQuery, source: SessionSource<S>): boolean {

@@ -2,18 +2,22 @@ import type { Logger } from 'pino';
 import { createActor, type Actor, type ActorOptions, type InspectionEvent } from 'xstate';
 import {
   delayedEventOf,
+  SESSION_STATES,
   sessionMachine,
+  sessionStateOf,
   stateIdOf,
   viewOf,
   type EndStatus,
   type SessionEvent,
   type SessionIntent,
   type SessionMachine,
+  type SessionState,
   type SessionStateId,
   type SessionView,
   type StreamInfo,
   type TypedRequest,
 } from '../machines/index.js';
+import { compareText } from '../compare-text.js';
 import type { SessionGateway, Snapshot, StreamSink } from '../xds/index.js';
 import type { FollowUpKind, SessionCallbacks } from './session-callbacks.js';
 import type { SessionScheduler } from './session-scheduler.js';
@@ -91,6 +95,13 @@ export class SessionRegistry implements SessionGateway {
   readonly #callbacks: SessionCallbacks;
   readonly #sessions = new Map<string, Session>();
   readonly #sinks = new Map<string, StreamSink>();
+  /**
+   * Every session's node, in order, and how many sessions rest in each state, kept as sessions
+   * come, move and go: a page of 10,000 sessions in order is a slice, and their counts are read,
+   * not counted, while a storm keeps the loop busy.
+   */
+  readonly #ordered: string[] = [];
+  readonly #counts = Object.fromEntries(SESSION_STATES.map((state) => [state, 0])) as Record<SessionState, number>;
   /** Batches of sessions being told of a store change, a tick or a catch-up, not yet all told. */
   #telling = 0;
   /** Once shutting down or draining: why a stream whose first request still waited is refused. */
@@ -113,6 +124,16 @@ export class SessionRegistry implements SessionGateway {
 
   session(node: string): Session | undefined {
     return this.#sessions.get(node);
+  }
+
+  /** The sessions from `start` to `end` (exclusive) in node order. */
+  inOrder(start: number, end: number): Session[] {
+    return this.#ordered.slice(start, end).map((node) => this.#sessions.get(node)!);
+  }
+
+  /** Sessions per state, every state included. */
+  counts(): Record<SessionState, number> {
+    return { ...this.#counts };
   }
 
   /**
@@ -264,6 +285,8 @@ export class SessionRegistry implements SessionGateway {
         if (to === at) return;
         const record = story.moved(this.#options.now(), cause ?? { type: delayedEventOf(at) ?? 'xstate.after' }, at, to);
         session.at = to;
+        this.#counts[sessionStateOf(at)]--;
+        this.#counts[sessionStateOf(to)]++;
         this.#callbacks.onTransition?.(node, record, () => this.#view(session));
         if (this.#log.isLevelEnabled('debug')) this.#log.debug({ node, from: record.from, to, event: record.event, ...record.detail }, 'session transition');
       },
@@ -276,6 +299,8 @@ export class SessionRegistry implements SessionGateway {
       },
     });
     this.#sessions.set(node, session);
+    this.#ordered.splice(this.#place(node), 0, node);
+    this.#counts[sessionStateOf(session.at)]++;
     actor.start();
     return session;
   }
@@ -352,6 +377,21 @@ export class SessionRegistry implements SessionGateway {
 
   #remove(session: Session): void {
     // I3: an evicted session leaves nothing behind. Only this session's own entry is removed.
-    if (this.#sessions.get(session.node) === session) this.#sessions.delete(session.node);
+    if (this.#sessions.get(session.node) !== session) return;
+    this.#sessions.delete(session.node);
+    this.#ordered.splice(this.#place(session.node), 1);
+    this.#counts[sessionStateOf(session.at)]--;
+  }
+
+  /** Where `node` is, or goes, in `#ordered`. */
+  #place(node: string): number {
+    let low = 0;
+    let high = this.#ordered.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (compareText(this.#ordered[middle]!, node) < 0) low = middle + 1;
+      else high = middle;
+    }
+    return low;
   }
 }

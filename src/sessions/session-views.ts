@@ -1,4 +1,4 @@
-import { lastResponseNacked, SESSION_STATES, sessionStateOf, viewOf, type SessionState, type SessionView } from '../machines/index.js';
+import { lastResponseNacked, sessionStateOf, viewOf, type SessionState, type SessionView } from '../machines/index.js';
 import { decodeAny, PROTOCOLS, SHORT_NAME, type Protocol } from '../xds/index.js';
 import type { Session, SessionRegistry } from './session-registry.js';
 
@@ -7,6 +7,13 @@ export interface SessionSummary {
   readonly node: string;
   readonly state: SessionState;
   readonly instance: string;
+}
+
+/** A page of sessions with the counts of all of them, as `GET /sessions` answers it. */
+export interface SessionPage {
+  readonly items: readonly SessionView[];
+  readonly total: number;
+  readonly counts: { readonly byState: Record<string, number>; readonly byInstance: Record<string, number> };
 }
 
 /**
@@ -44,9 +51,17 @@ export class SessionViews {
 
   /** Sessions per state, every state included: what `/metrics` reports, without building views. */
   counts(): Record<SessionState, number> {
-    const counts = Object.fromEntries(SESSION_STATES.map((state) => [state, 0])) as Record<SessionState, number>;
-    for (const session of this.registry.sessions()) counts[sessionStateOf(session.at)]++;
-    return counts;
+    return this.registry.counts();
+  }
+
+  /**
+   * Every session in node order from `offset`, at most `limit` of them, as views, with how many
+   * there are in all and per state: an unfiltered page of 10,000 sessions costs its own views.
+   */
+  inOrder(offset: number, limit: number | undefined): SessionPage {
+    const total = this.registry.size;
+    const items = this.registry.inOrder(offset, limit === undefined ? total : offset + limit).map((session) => this.#view(session));
+    return { items, total, counts: { byState: this.counts(), byInstance: total === 0 ? {} : { [this.instanceId]: total } } };
   }
 
   /**

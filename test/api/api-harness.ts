@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { NEVER } from 'rxjs';
 import { type ApiBackend, type ApiServerOptions, createApiServer } from '../../src/api/index.js';
-import { lastResponseNacked } from '../../src/machines/index.js';
+import { lastResponseNacked, SESSION_STATES } from '../../src/machines/index.js';
 import type { FleetSession } from '../../src/fleet/fleet-sessions.js';
 import type { SessionView } from '../../src/machines/session-view.js';
 import { createMemoryStore, type ResourceStore, type Retention } from '../../src/store/index.js';
@@ -89,6 +89,16 @@ export function fakeSessions(
     list: () => views,
     get: (node) => views.find((view) => view.node === node),
     summaries: () => views.map(({ node, state, instance }) => ({ node, state, instance })),
+    inOrder: (offset, limit) => {
+      const byState: Record<string, number> = Object.fromEntries(SESSION_STATES.map((state) => [state, 0]));
+      const byInstance: Record<string, number> = {};
+      for (const { state, instance } of views) {
+        byState[state]!++;
+        byInstance[instance] = (byInstance[instance] ?? 0) + 1;
+      }
+      const sorted = [...views].sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+      return { items: sorted.slice(offset, limit === undefined ? undefined : offset + limit), total: views.length, counts: { byState, byInstance } };
+    },
     nacking: (node) => lastResponseNacked(views.find((view) => view.node === node)?.types ?? {}),
     // Fixed views never change.
     watch: () => () => {},

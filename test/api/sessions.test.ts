@@ -2,6 +2,10 @@ import { SESSION_STATES } from '../../src/machines/index.js';
 import { type ClientRequest, get, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionView } from '../../src/machines/session-view.js';
+import { CLUSTER } from '../../src/xds/type-urls.js';
+import { AdsStream } from '../support/ads-client.js';
+import { startHarness } from '../support/harness.js';
+import { BACKEND, envoyDataplane, sessionIn } from '../xds/fixtures.js';
 import { type ApiHarness, fakeSessions, sessionView, startApi } from './api-harness.js';
 
 /** Every state of the chart at 0: counts name each state, so a client can list them. */
@@ -63,6 +67,37 @@ describe('GET /sessions', () => {
     const { status, body } = await getJson(path);
     expect(status).toBe(400);
     expect(body).toMatchObject({ code: 'CHANCERY_API_INVALID_QUERY', field });
+  });
+});
+
+describe('GET /sessions of a running control plane: the unfiltered page the registry keeps in order', () => {
+  it('is the page the filtering path makes of the same sessions, counts included', async () => {
+    const harness = await startHarness();
+    const streams: AdsStream[] = [];
+    try {
+      await harness.cp.apply(BACKEND);
+      for (const name of ['web-3', 'web-1', 'web-2']) await harness.cp.apply(envoyDataplane(name));
+      // Out of order, and one node without a Dataplane: it waits for a snapshot.
+      for (const node of ['default.web-3', 'default.zz-unknown', 'default.web-1', 'default.backend-1', 'default.web-2']) {
+        const stream = AdsStream.open(harness.xds);
+        streams.push(stream);
+        stream.send({ typeUrl: CLUSTER, nodeId: node });
+      }
+      await Promise.all(['default.web-3', 'default.web-1', 'default.backend-1', 'default.web-2'].map((node) => sessionIn(harness.cp, node, 'serving')));
+      await sessionIn(harness.cp, 'default.zz-unknown', 'awaiting-snapshot');
+      const read = async (query: string) => (await fetch(`http://${harness.api}/sessions?${query}`)).json() as Promise<Record<string, unknown>>;
+      for (const paging of ['', 'limit=2', 'limit=2&offset=1', 'offset=4', 'limit=10&offset=9']) {
+        // `instance=` (this one) selects the same sessions through the path that filters and sorts.
+        const [kept, filtered] = await Promise.all([read(paging), read(`${paging}&instance=${harness.cp.instanceId}`)]);
+        expect(kept, paging).toEqual(filtered);
+      }
+      const whole = await read('');
+      expect(nodes(whole)).toEqual(['default.backend-1', 'default.web-1', 'default.web-2', 'default.web-3', 'default.zz-unknown']);
+      expect(whole).toMatchObject({ total: 5, counts: { byState: { ...NONE, serving: 4, 'awaiting-snapshot': 1 }, byInstance: { test: 5 } } });
+    } finally {
+      for (const stream of streams) stream.close();
+      await harness.stop();
+    }
   });
 });
 
@@ -141,10 +176,11 @@ describe('GET /sessions over a fleet: instance and NACKing filters, counts, view
   });
 
   it('builds the views of the page only', async () => {
-    const { body } = await fleetJson('/sessions?limit=2&offset=2');
+    // Filtered: an unfiltered page is a slice of the registry's order ("GET /sessions of a running control plane").
+    const { body } = await fleetJson('/sessions?mesh=default&limit=2&offset=2');
     expect(nodes(body)).toEqual(['default.web-1', 'default.web-2']);
     expect(built).toEqual(['default.web-1', 'default.web-2']);
-    expect(nodes((await fleetJson('/sessions?offset=9')).body)).toEqual([]);
+    expect(nodes((await fleetJson('/sessions?mesh=default&offset=9')).body)).toEqual([]);
     expect(built).toEqual([]);
   });
 

@@ -143,7 +143,11 @@ describe.each(XDS_MODES)('kuma#2171 with its real victim, Envoy over %s', { time
 
   it('while Chancery restarts on its PGlite store: no request fails, nothing is removed', async () => {
     const data = mkdtempSync(path.join(tmpdir(), 'chancery-envoy-pglite-'));
-    cleanups.push(() => rmSync(data, { recursive: true, force: true }));
+    // Its Chancery exits first: one still writing there makes removing the directory fail.
+    cleanups.push(async () => {
+      await killAll();
+      rmSync(data, { recursive: true, force: true });
+    });
     const store = `pglite:${data}`;
     const first = await run(store);
     const balancer = await balancerFor([first.xds]);

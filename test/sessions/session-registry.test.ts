@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { generate, validate } from '../../src/mesh/index.js';
+import { SESSION_STATES } from '../../src/machines/index.js';
 import { SessionRegistry, SessionScheduler, SessionViews } from '../../src/sessions/index.js';
 import { createMemoryStore } from '../../src/store/index.js';
 import type { EndStatus, StreamSink, XdsResponse } from '../../src/xds/index.js';
@@ -102,6 +103,44 @@ describe('a stream whose first request waited its turn when the instance began t
     expect(waiting.ended).toEqual({ code: 'UNAVAILABLE', message: 'control plane shutting down; reconnect to another instance' });
     expect(waiting.sent).toEqual([]);
     expect(sessions.size).toBe(0);
+    await close();
+  });
+});
+
+describe('the sessions in node order, and their counts per state, kept by the registry', () => {
+  it('match the sessions as they come, move and go, page by page, and are empty once all are evicted (I3)', async () => {
+    const { sessions, views, settled, close } = await registry();
+    const inOrder = () => sessions.inOrder(0, sessions.size).map((session) => session.node);
+    const expectKept = () => {
+      const nodes = [...sessions.sessions()].map((session) => session.node);
+      expect(inOrder()).toEqual([...nodes].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+      const counted = Object.fromEntries(SESSION_STATES.map((state) => [state, 0]));
+      for (const { state } of views.summaries()) counted[state]!++;
+      expect(sessions.counts()).toEqual(counted);
+    };
+    // Opened out of order: one served, two whose dataplanes do not exist (they wait for a snapshot),
+    // one with an invalid node id (refused and evicted at once).
+    const nodes = ['default.zeta', NODE, 'not-a-node-id', 'default.alpha'];
+    const sinks = nodes.map(() => new RecordingSink());
+    nodes.forEach((node, at) => sessions.open(stream(`s${at}`), sinks[at]!, node, { ...first, nodeId: node }));
+    await settled();
+    expectKept();
+    expect(inOrder()).toEqual(['default.alpha', NODE, 'default.zeta']);
+    expect(sessions.counts()).toMatchObject({ 'awaiting-snapshot': 2, serving: 1, evicted: 0 });
+    expect(views.inOrder(1, 1)).toEqual({ items: [views.get(NODE)], total: 3, counts: { byState: sessions.counts(), byInstance: { registry: 3 } } });
+    expect(views.inOrder(2, undefined).items.map((view) => view.node)).toEqual(['default.zeta']);
+
+    sessions.close(NODE, 's1', 'client closed the stream');
+    await settled();
+    expectKept();
+    expect(sessions.counts()).toMatchObject({ 'awaiting-snapshot': 2, disconnected: 1 });
+
+    sessions.shutdown('control plane shutting down; reconnect to another instance');
+    await settled();
+    expect(sessions.size).toBe(0);
+    expect(inOrder()).toEqual([]);
+    expect(sessions.counts()).toEqual(Object.fromEntries(SESSION_STATES.map((state) => [state, 0])));
+    expect(views.inOrder(0, 10)).toEqual({ items: [], total: 0, counts: { byState: sessions.counts(), byInstance: {} } });
     await close();
   });
 });
