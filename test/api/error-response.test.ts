@@ -36,7 +36,7 @@ describe('errorResponse', () => {
     api = await startApi({
       sessions: {
         ...fakeSessions([]),
-        summaries: () => {
+        inOrder: () => {
           throw new Error('registry exploded');
         },
       },
