@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Observable } from 'rxjs';
 import type { ActorOptions, AnyStateMachine } from 'xstate';
+import type { ControlPlaneMetrics, MetricsSource } from './api/index.js';
 import type { TlsFilePaths } from './identity/index.js';
 import type { InspectOptions } from './inspector/index.js';
 import type { EventLog, Retention } from './store/index.js';
@@ -87,4 +88,10 @@ export interface ControlPlaneOptions {
    * default; no session is inspected unless chosen.
    */
   readonly inspect?: InspectOptions;
+  /**
+   * What `GET /metrics` serves, given this control plane's own metrics (which it serves by
+   * default). A worker of `chancery run --workers` serves the sum over every worker, so a scrape
+   * of the shared port sees the whole host whichever worker answers it.
+   */
+  readonly metricsSource?: (own: ControlPlaneMetrics) => MetricsSource;
 }

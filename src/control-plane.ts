@@ -266,7 +266,7 @@ class ChanceryControlPlane implements ControlPlane {
           ready: () => store.ready,
           xdsAddress: () => this.addresses.xds,
           evictionGrace: this.#evictionGrace,
-          metrics: this.metrics,
+          metrics: options.metricsSource?.(this.metrics) ?? this.metrics,
           now: this.#now,
           refusals: () => this.refusals(),
         },

@@ -3,5 +3,5 @@ export { type ApiErrorCode, ERROR_STATUS, type ErrorBody, errorResponse } from '
 export * from './errors.js';
 export { type ApiServer, type ApiServerOptions, createApiServer, DEFAULT_BODY_LIMIT } from './http-server.js';
 export { EVENTS_PAGE, type EventJson, type EventsPage, type HistoryPage } from './history-routes.js';
-export { ControlPlaneMetrics, type ControlPlaneMetricsOptions, type SessionCensus } from './metrics.js';
+export { aggregateMetrics, ControlPlaneMetrics, type ControlPlaneMetricsOptions, type SessionCensus } from './metrics.js';
 export type { FleetSessionHistory, SessionHistory } from './session-history-routes.js';

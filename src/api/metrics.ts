@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
 import { filter, type Observable, type Subscription } from 'rxjs';
 import { SESSION_STATES, sessionStateOf, type SessionState, type TransitionRecord } from '../machines/index.js';
 import type { FollowUpKind, SessionCallbacks } from '../sessions/index.js';
@@ -111,6 +111,8 @@ export class ControlPlaneMetrics implements SessionCallbacks {
     new Gauge({
       name: 'chancery_parked_request_oldest_age_seconds',
       help: 'How long the longest-waiting parked request has waited; 0 when none waits.',
+      // Over the workers of `chancery run --workers`: the longest wait of all, not their sum.
+      aggregator: 'max',
       registers,
       collect() {
         const since = options.sessions().oldestParkedSince();
@@ -233,6 +235,24 @@ export class ControlPlaneMetrics implements SessionCallbacks {
 
   /** Every metric in the Prometheus text format, the process's own included. */
   text(): Promise<string> {
-    return Registry.merge([processMetrics(), this.registry]).metrics();
+    return this.#all().metrics();
   }
+
+  /** Every metric as prom-client's JSON, the process's own included: what a worker hands its primary to add up. */
+  json(): Promise<object[]> {
+    return this.#all().getMetricsAsJSON();
+  }
+
+  #all(): Registry {
+    return Registry.merge([processMetrics(), this.registry]);
+  }
+}
+
+/**
+ * The metrics of several processes (`json()` of each worker of `chancery run --workers`) as one
+ * scrape: counters, histograms and session counts added up, the oldest parked request the oldest
+ * of all, Node's process metrics as prom-client aggregates them over a cluster.
+ */
+export function aggregateMetrics(parts: readonly (readonly object[])[]): Promise<string> {
+  return AggregatorRegistry.aggregate(parts.map((part) => [...part])).metrics();
 }

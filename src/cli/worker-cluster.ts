@@ -1,9 +1,13 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
+import { aggregateMetrics, type MetricsSource } from '../api/index.js';
 import { ChanceryError } from '../chancery-error.js';
 
 /** The variable a worker's index (1…N) reaches it by; absent in a process started by hand. */
 const WORKER_INDEX = 'CHANCERY_WORKER_INDEX';
+
+/** ms a worker waits for the workers' metrics, and the primary for one worker's: a scrape is not held up longer. */
+const METRICS_TIMEOUT = 5_000;
 
 /** ms before a worker that exited is started again, doubled while its replacements fail to start, up to MAX. */
 const RESTART_DELAY = 1_000;
@@ -20,6 +24,22 @@ export interface WorkerStarted {
 /** What the primary tells a worker. */
 interface StopMessage {
   readonly type: 'stop';
+}
+
+/**
+ * A scrape of `/metrics` on a worker: the worker asks the primary to `gather`, the primary asks
+ * every serving worker to `collect` its own (prom-client JSON), adds them up and answers.
+ */
+type MetricsMessage =
+  | { readonly type: 'metrics:gather'; readonly id: number }
+  | { readonly type: 'metrics:gathered'; readonly id: number; readonly text: string }
+  | { readonly type: 'metrics:collect'; readonly id: number }
+  | { readonly type: 'metrics:collected'; readonly id: number; readonly metrics: readonly object[] };
+
+/** `message` when it is the reply of `type` to request `id`. */
+function replyTo<T extends MetricsMessage['type']>(message: unknown, type: T, id: number): Extract<MetricsMessage, { type: T }> | undefined {
+  const reply = message as Partial<MetricsMessage> | undefined;
+  return reply?.type === type && reply.id === id ? (reply as Extract<MetricsMessage, { type: T }>) : undefined;
 }
 
 /** A worker exited before its control plane started: the start fails, as a single process's would. */
@@ -57,6 +77,41 @@ export function primaryAsksToStop(): Promise<string> {
   });
 }
 
+/** In a worker: answers the primary's requests for this worker's metrics. */
+export function answerMetrics(json: () => Promise<readonly object[]>): void {
+  process.on('message', (message: Partial<MetricsMessage> | undefined) => {
+    if (message?.type !== 'metrics:collect' || message.id === undefined) return;
+    const { id } = message;
+    const answer = (metrics: readonly object[]) => process.send?.({ type: 'metrics:collected', id, metrics } satisfies MetricsMessage);
+    json().then(answer, () => answer([]));
+  });
+}
+
+/** In a worker: what `/metrics` serves, every worker's metrics added up by the primary. */
+export function metricsOfAllWorkers(own: MetricsSource): MetricsSource {
+  let requests = 0;
+  return {
+    contentType: own.contentType,
+    text: () =>
+      new Promise((resolve, reject) => {
+        const id = ++requests;
+        const listen = (message: unknown) => {
+          const reply = replyTo(message, 'metrics:gathered', id);
+          if (reply === undefined) return;
+          clearTimeout(timer);
+          process.off('message', listen);
+          resolve(reply.text);
+        };
+        const timer = setTimeout(() => {
+          process.off('message', listen);
+          reject(new Error(`the primary did not gather the workers' metrics within ${METRICS_TIMEOUT} ms`));
+        }, METRICS_TIMEOUT);
+        process.on('message', listen);
+        process.send?.({ type: 'metrics:gather', id } satisfies MetricsMessage);
+      }),
+  };
+}
+
 export interface SuperviseOptions {
   readonly count: number;
   readonly logger: Logger;
@@ -79,11 +134,44 @@ export async function superviseWorkers({ count, logger, stopRequested }: Supervi
   cluster.schedulingPolicy = cluster.SCHED_NONE;
   const log = logger.child({ primary: process.pid });
   const workers = new Map<number, Worker>();
+  /** Workers whose control plane serves: the ones asked for their metrics. */
+  const serving = new Set<Worker>();
   let stopping = false;
+  let collects = 0;
 
+  const collect = (worker: Worker) =>
+    new Promise<readonly object[]>((resolve) => {
+      const id = ++collects;
+      const listen = (message: unknown) => {
+        const reply = replyTo(message, 'metrics:collected', id);
+        if (reply === undefined) return;
+        clearTimeout(timer);
+        worker.off('message', listen);
+        resolve(reply.metrics);
+      };
+      // A worker that does not answer in time (busy, or dying) adds nothing to this scrape.
+      const timer = setTimeout(() => {
+        worker.off('message', listen);
+        resolve([]);
+      }, METRICS_TIMEOUT);
+      worker.on('message', listen);
+      worker.send({ type: 'metrics:collect', id } satisfies MetricsMessage);
+    });
+  const gather = (asker: Worker, id: number) => {
+    Promise.all([...serving].filter((worker) => worker.isConnected()).map(collect))
+      .then(aggregateMetrics)
+      .then(
+        (text) => asker.isConnected() && asker.send({ type: 'metrics:gathered', id, text } satisfies MetricsMessage),
+        (error: unknown) => log.error({ err: error }, "adding up the workers' metrics failed"),
+      );
+  };
   const fork = (index: number): Worker => {
     const worker = cluster.fork({ [WORKER_INDEX]: String(index) });
     workers.set(index, worker);
+    worker.on('message', (message: Partial<MetricsMessage> | undefined) => {
+      if (message?.type === 'metrics:gather' && message.id !== undefined) gather(worker, message.id);
+    });
+    worker.once('exit', () => serving.delete(worker));
     log.info({ index, pid: worker.process.pid }, 'worker forked');
     return worker;
   };
@@ -92,6 +180,8 @@ export async function superviseWorkers({ count, logger, stopRequested }: Supervi
       const onMessage = (message: unknown) => {
         if ((message as Partial<WorkerStarted>)?.type !== 'started') return;
         worker.off('exit', onExit);
+        worker.off('message', onMessage);
+        serving.add(worker);
         resolve(message as WorkerStarted);
       };
       const onExit = (code: number | null, signal: string | null) => {

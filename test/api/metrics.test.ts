@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SessionState } from '../../src/machines/session-view.js';
+import { aggregateMetrics } from '../../src/api/index.js';
 import { MemoryEventLog } from '../../src/store/index.js';
 import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER } from '../../src/xds/type-urls.js';
 import { AdsStream, DeltaStream } from '../support/ads-client.js';
@@ -254,6 +255,33 @@ describe('GET /metrics', () => {
       for (const state of STATES) expect(value(exposition, 'chancery_sessions', { state })).toBe(0);
       expect(value(exposition, 'chancery_xds_pushes_total', { type_url: CLUSTER })).toBe(0);
       expect(value((await scrape(harness)).exposition, 'chancery_sessions', { state: 'serving' })).toBe(1);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it("adds up several control planes' metrics as the workers of chancery run --workers serve them: counts summed, the longest parked wait the longest", async () => {
+    await fleet();
+    const other = await startHarness({ now: () => now });
+    try {
+      // Parked here 3 s after the first control plane's parked node, then 2 s pass: waits of 5 s and 2 s.
+      now += 3_000;
+      const parked = AdsStream.open(other.xds);
+      streams.push(parked);
+      parked.send({ typeUrl: CLUSTER, nodeId: 'default.parked-elsewhere' });
+      await sessionIn(other.cp, 'default.parked-elsewhere', 'awaiting-snapshot');
+      now += 2_000;
+      const [one, two] = [(await scrape(harness)).exposition, (await scrape(other)).exposition];
+      const sum = parseExposition(await aggregateMetrics([await harness.cp.metrics.json(), await other.cp.metrics.json()]));
+      for (const state of STATES) {
+        expect(value(sum, 'chancery_sessions', { state }), state).toBe(value(one, 'chancery_sessions', { state }) + value(two, 'chancery_sessions', { state }));
+      }
+      expect(value(sum, 'chancery_sessions', { state: 'awaiting-snapshot' })).toBe(2);
+      expect(value(sum, 'chancery_xds_pushes_total', { type_url: CLUSTER })).toBe(value(one, 'chancery_xds_pushes_total', { type_url: CLUSTER }));
+      expect(value(sum, 'chancery_parked_request_oldest_age_seconds')).toBe(5);
+      expect(value(sum, 'chancery_snapshot_generation_seconds_count')).toBe(
+        value(one, 'chancery_snapshot_generation_seconds_count') + value(two, 'chancery_snapshot_generation_seconds_count'),
+      );
     } finally {
       await other.stop();
     }

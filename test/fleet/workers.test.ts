@@ -79,6 +79,12 @@ describe('chancery run --workers 2', () => {
     for (const envoy of envoys) expect(['w-1', 'w-2']).toContain(servingInstance(envoy));
     const instances = (await call(`${run.url}/instances`, 'GET')).body as { items: Array<{ id: string }> };
     expect(instances.items.map(({ id }) => id).sort()).toEqual(['w-1', 'w-2']);
+    // Whichever worker a scrape reaches, it answers for both: the sessions of the host.
+    for (let scrape = 0; scrape < 4; scrape++) {
+      const metrics = await (await fetch(`${run.url}/metrics`, { headers: { connection: 'close' } })).text();
+      expect(metrics).toContain(`chancery_sessions{state="serving"} ${NODES.length}\n`);
+      expect(metrics).toContain(`chancery_xds_streams{protocol="sotw"} ${NODES.length}\n`);
+    }
 
     // Kill the worker serving the first node: its nodes' connections end with it.
     const victim = workers.find(({ instance }) => instance === servingInstance(envoys[0]!))!;

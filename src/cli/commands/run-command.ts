@@ -4,7 +4,7 @@ import { controlPlaneOptionsOf, describeOptions, flagsOf, resolveOptions, RUN_OP
 import { ChanceryError } from '../../chancery-error.js';
 import { StartFailedError } from '../errors.js';
 import { EXIT } from '../report-error.js';
-import { primaryAsksToStop, reportStarted, superviseWorkers, workerIndex } from '../worker-cluster.js';
+import { answerMetrics, metricsOfAllWorkers, primaryAsksToStop, reportStarted, superviseWorkers, workerIndex } from '../worker-cluster.js';
 import type { ControlPlaneOptions } from '../../control-plane-options.js';
 
 const OPTIONS = flagsOf(RUN_OPTIONS);
@@ -38,6 +38,7 @@ ${describeOptions(RUN_OPTIONS).join('\n')}
     // Loaded here, not at the top: client commands should not pay for gRPC, XState and protos.
     const { createControlPlane } = await import('../../control-plane.js');
     const controlPlane = createControlPlane(worker === undefined ? options : workerOptions(options, worker));
+    if (worker !== undefined) answerMetrics(() => controlPlane.metrics.json());
     try {
       await controlPlane.start();
     } catch (error) {
@@ -53,7 +54,14 @@ ${describeOptions(RUN_OPTIONS).join('\n')}
   },
 };
 
-/** A worker is an instance of its own: `--instance-id` names the set, and each worker adds its index. */
+/**
+ * A worker is an instance of its own: `--instance-id` names the set, and each worker adds its
+ * index. Its `/metrics` are every worker's, added up: a scrape of the shared port sees the host.
+ */
 function workerOptions(options: ControlPlaneOptions, index: number): ControlPlaneOptions {
-  return options.instanceId === undefined ? options : { ...options, instanceId: `${options.instanceId}-${index}` };
+  return {
+    ...options,
+    ...(options.instanceId !== undefined && { instanceId: `${options.instanceId}-${index}` }),
+    metricsSource: metricsOfAllWorkers,
+  };
 }
