@@ -4,7 +4,7 @@
  */
 export { createControlPlane, type ControlPlane, type ControlPlaneSizes } from './control-plane.js';
 export type { ControlPlaneOptions } from './control-plane-options.js';
-export type { ControlPlaneMetrics } from './api/index.js';
+export { aggregateMetrics, type ControlPlaneMetrics, type MetricsSource } from './api/index.js';
 export type { InspectOptions } from './inspector/index.js';
 export { ChanceryError } from './chancery-error.js';
 export { InvalidResourceInputError } from './errors.js';
