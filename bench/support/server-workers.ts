@@ -8,7 +8,7 @@ type StartArgs = ServerApi['start']['args'];
 
 /**
  * The bench server as `chancery run --workers N` arranges it: N cluster workers, each a control
- * plane of its own (instance `bench-<i>`) on the same xDS and API ports, accepting from the
+ * plane of its own (instance `<id>-<i>`) on the same xDS and API ports, accepting from the
  * shared sockets themselves (SCHED_NONE), sharing one Postgres. Each worker answers the same
  * commands as a single bench server; this end sends them on and adds up the answers.
  */
@@ -23,7 +23,7 @@ export class ServerWorkers {
     // A cluster worker's channel is read from its start, so a command sent before it listens would be lost: it says when it does.
     await Promise.all(forked.map((worker) => once(worker, 'message')));
     const group = new ServerWorkers(forked.map((worker, at) => ChildLink.over<ServerApi>(`worker ${at + 1}`, worker.process)));
-    const started = await group.each('start', (at) => ({ ...args, instanceId: `bench-${at + 1}` }), timeoutMs);
+    const started = await group.each('start', (at) => ({ ...args, instanceId: `${args.instanceId ?? 'bench'}-${at + 1}` }), timeoutMs);
     return { group, started: { ...started[0]!, pid: process.pid } };
   }
 
