@@ -184,8 +184,10 @@ function withWorkers(alone: Handlers): Handlers {
       return { counts, byWorker, ms: monotonicMs() - started };
     }),
     change: routed('change', async (workers, args) => {
+      // The first worker wrote it and knows when its own sessions had it; the others are asked.
       const written = await workers.first('change', args, INNER_TIMEOUT);
-      return { ...written, fannedOutAt: await workers.reached(written.revision, INNER_TIMEOUT) };
+      const others = await workers.reached(written.revision, INNER_TIMEOUT, { afterFirst: true });
+      return { ...written, fannedOutAt: Math.max(written.fannedOutAt, others) };
     }),
     reached: routed('reached', async (workers, { revision, timeoutMs }) => ({ at: await workers.reached(revision, timeoutMs) })),
     profileStart: routed('profileStart', () => Promise.reject(new Error('--cpu-prof profiles one process; not with --workers'))),

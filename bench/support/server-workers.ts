@@ -37,9 +37,10 @@ export class ServerWorkers {
     return this.workers[0]!.request(name, args, timeoutMs);
   }
 
-  /** Once every worker's sessions have handled `revision`: the latest of their times. */
-  async reached(revision: number, timeoutMs: number): Promise<number> {
-    const answers = await this.each('reached', () => ({ revision, timeoutMs }), timeoutMs + 5_000);
+  /** Once every worker's sessions (or, with `afterFirst`, every worker's but the first's) have handled `revision`: the latest of their times. */
+  async reached(revision: number, timeoutMs: number, { afterFirst = false } = {}): Promise<number> {
+    const asked = afterFirst ? this.workers.slice(1) : this.workers;
+    const answers = await Promise.all(asked.map((worker) => worker.request('reached', { revision, timeoutMs }, timeoutMs + 5_000)));
     return Math.max(...answers.map(({ at }) => at));
   }
 

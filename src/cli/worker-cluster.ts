@@ -6,8 +6,10 @@ import { ChanceryError } from '../chancery-error.js';
 /** The variable a worker's index (1…N) reaches it by; absent in a process started by hand. */
 const WORKER_INDEX = 'CHANCERY_WORKER_INDEX';
 
-/** ms a worker waits for the workers' metrics, and the primary for one worker's: a scrape is not held up longer. */
-const METRICS_TIMEOUT = 5_000;
+/** ms a worker waits for the primary to add up the workers' metrics. */
+const GATHER_TIMEOUT = 5_000;
+/** ms the primary waits for one worker's metrics: less, so a slow worker is left out of a scrape rather than failing it. */
+const COLLECT_TIMEOUT = 4_000;
 
 /** ms before a worker that exited is started again, doubled while its replacements fail to start, up to MAX. */
 const RESTART_DELAY = 1_000;
@@ -33,14 +35,12 @@ interface StopMessage {
 type MetricsMessage =
   | { readonly type: 'metrics:gather'; readonly id: number }
   | { readonly type: 'metrics:gathered'; readonly id: number; readonly text: string }
+  | { readonly type: 'metrics:gathered'; readonly id: number; readonly error: string }
   | { readonly type: 'metrics:collect'; readonly id: number }
   | { readonly type: 'metrics:collected'; readonly id: number; readonly metrics: readonly object[] };
 
-/** `message` when it is the reply of `type` to request `id`. */
-function replyTo<T extends MetricsMessage['type']>(message: unknown, type: T, id: number): Extract<MetricsMessage, { type: T }> | undefined {
-  const reply = message as Partial<MetricsMessage> | undefined;
-  return reply?.type === type && reply.id === id ? (reply as Extract<MetricsMessage, { type: T }>) : undefined;
-}
+/** A message between primary and workers, read loosely: any field may be missing. */
+type Incoming = Partial<{ type: string; id: number; text: string; error: string; metrics: readonly object[] }> | undefined;
 
 /** A worker exited before its control plane started: the start fails, as a single process's would. */
 export class WorkerStartFailedError extends ChanceryError {
@@ -65,11 +65,14 @@ export function reportStarted(started: Omit<WorkerStarted, 'type'>): void {
   process.send?.({ type: 'started', ...started } satisfies WorkerStarted);
 }
 
-/** In a worker: resolves when the primary asks it to stop (it was asked to, or one of its siblings failed to start). */
+/**
+ * In a worker: resolves when the primary asks it to stop. Listened for before the control plane
+ * starts; the primary asks only workers that said they serve.
+ */
 export function primaryAsksToStop(): Promise<string> {
   return new Promise((resolve) => {
     const listen = (message: unknown) => {
-      if ((message as Partial<StopMessage>)?.type !== 'stop') return;
+      if ((message as Incoming)?.type !== 'stop') return;
       process.off('message', listen);
       resolve('asked by the primary');
     };
@@ -79,7 +82,7 @@ export function primaryAsksToStop(): Promise<string> {
 
 /** In a worker: answers the primary's requests for this worker's metrics. */
 export function answerMetrics(json: () => Promise<readonly object[]>): void {
-  process.on('message', (message: Partial<MetricsMessage> | undefined) => {
+  process.on('message', (message: Incoming) => {
     if (message?.type !== 'metrics:collect' || message.id === undefined) return;
     const { id } = message;
     const answer = (metrics: readonly object[]) => process.send?.({ type: 'metrics:collected', id, metrics } satisfies MetricsMessage);
@@ -89,24 +92,25 @@ export function answerMetrics(json: () => Promise<readonly object[]>): void {
 
 /** In a worker: what `/metrics` serves, every worker's metrics added up by the primary. */
 export function metricsOfAllWorkers(own: MetricsSource): MetricsSource {
+  const waiting = new Map<number, (reply: { text: string } | { error: string }) => void>();
   let requests = 0;
+  process.on('message', (message: Incoming) => {
+    if (message?.type !== 'metrics:gathered' || message.id === undefined) return;
+    waiting.get(message.id)?.(message.error === undefined ? { text: message.text ?? '' } : { error: message.error });
+  });
   return {
     contentType: own.contentType,
     text: () =>
       new Promise((resolve, reject) => {
         const id = ++requests;
-        const listen = (message: unknown) => {
-          const reply = replyTo(message, 'metrics:gathered', id);
-          if (reply === undefined) return;
+        const timer = setTimeout(() => answered({ error: `the primary did not add up the workers' metrics within ${GATHER_TIMEOUT} ms` }), GATHER_TIMEOUT);
+        const answered = (reply: { text: string } | { error: string }) => {
           clearTimeout(timer);
-          process.off('message', listen);
-          resolve(reply.text);
+          waiting.delete(id);
+          if ('text' in reply) resolve(reply.text);
+          else reject(new Error(reply.error));
         };
-        const timer = setTimeout(() => {
-          process.off('message', listen);
-          reject(new Error(`the primary did not gather the workers' metrics within ${METRICS_TIMEOUT} ms`));
-        }, METRICS_TIMEOUT);
-        process.on('message', listen);
+        waiting.set(id, answered);
         process.send?.({ type: 'metrics:gather', id } satisfies MetricsMessage);
       }),
   };
@@ -123,117 +127,140 @@ export interface SuperviseOptions {
  * The primary of `chancery run --workers N`: starts N worker processes that each run a control
  * plane of their own (an instance: its sessions, its store connection) on the same xDS and API
  * ports, waits until every one serves, starts a worker again in the place of one that dies, and
- * on SIGINT or SIGTERM has each drain and waits for them. It serves nothing itself.
+ * on SIGINT or SIGTERM has each drain and waits for them. It serves nothing itself. Resolves
+ * true when every worker exited cleanly; rejects with `WorkerStartFailedError` when one could
+ * not start (the others stopped first).
  *
  * Each worker accepts connections from the shared listening sockets itself (SCHED_NONE): the
  * primary's round robin would pass every connection's handle through the primary and wait for
  * the busy worker to acknowledge it, one at a time, which a connect storm cannot afford. The
  * kernel gives a connection to whichever worker accepts first, so a busier worker takes fewer.
  */
-export async function superviseWorkers({ count, logger, stopRequested }: SuperviseOptions): Promise<void> {
+export async function superviseWorkers({ count, logger, stopRequested }: SuperviseOptions): Promise<boolean> {
   cluster.schedulingPolicy = cluster.SCHED_NONE;
   const log = logger.child({ primary: process.pid });
-  const workers = new Map<number, Worker>();
-  /** Workers whose control plane serves: the ones asked for their metrics. */
-  const serving = new Set<Worker>();
-  let stopping = false;
-  let collects = 0;
+  // Listened for before the first fork: a signal during start-up stops the workers too.
+  const stop = stopRequested();
+  const pool = new WorkerPool(log);
+  const startup = Promise.all(Array.from({ length: count }, (_, at) => pool.start(at + 1)));
+  const first = await Promise.race([startup.then((reports) => ({ reports }), (error: unknown) => ({ error })), stop.then((signal) => ({ signal }))]);
+  if ('error' in first) {
+    await pool.stop();
+    throw first.error;
+  }
+  if ('reports' in first) {
+    const workers = first.reports.map(({ instance }, at) => ({ index: at + 1, instance, pid: pool.pid(at + 1) }));
+    log.info({ workers, xds: first.reports[0]!.xds, api: first.reports[0]!.api }, 'chancery workers started');
+  }
+  log.info({ signal: await stop }, 'stopping the workers');
+  return pool.stop();
+}
 
-  const collect = (worker: Worker) =>
-    new Promise<readonly object[]>((resolve) => {
-      const id = ++collects;
-      const listen = (message: unknown) => {
-        const reply = replyTo(message, 'metrics:collected', id);
-        if (reply === undefined) return;
-        clearTimeout(timer);
-        worker.off('message', listen);
-        resolve(reply.metrics);
-      };
-      // A worker that does not answer in time (busy, or dying) adds nothing to this scrape.
-      const timer = setTimeout(() => {
-        worker.off('message', listen);
-        resolve([]);
-      }, METRICS_TIMEOUT);
-      worker.on('message', listen);
-      worker.send({ type: 'metrics:collect', id } satisfies MetricsMessage);
+/** The workers of the primary, by index: started, watched, started again, asked for metrics, stopped. */
+class WorkerPool {
+  readonly #log: Logger;
+  /** The current process of each index. */
+  readonly #workers = new Map<number, Worker>();
+  /** Workers whose control plane serves: the ones asked to stop, and for their metrics. */
+  readonly #serving = new Set<Worker>();
+  /** Metrics requests to workers waiting for their answers, by request id. */
+  readonly #collecting = new Map<number, (metrics: readonly object[]) => void>();
+  #collects = 0;
+  #stopping = false;
+
+  constructor(log: Logger) {
+    this.#log = log;
+  }
+
+  pid(index: number): number | undefined {
+    return this.#workers.get(index)?.process.pid;
+  }
+
+  /** Forks worker `index`; resolves once it serves, rejects if it exits first. Once it served, its death starts another. */
+  start(index: number): Promise<WorkerStarted> {
+    const worker = cluster.fork({ [WORKER_INDEX]: String(index) });
+    this.#workers.set(index, worker);
+    this.#log.info({ index, pid: worker.process.pid }, 'worker forked');
+    // A message to a worker that is going away fails; its exit is handled where it matters.
+    worker.on('error', (error) => this.#log.warn({ index, pid: worker.process.pid, err: error }, 'message to a worker failed'));
+    return new Promise((resolve, reject) => {
+      let served = false;
+      worker.on('message', (message: Incoming) => {
+        if (message?.type === 'started') {
+          served = true;
+          this.#serving.add(worker);
+          // Told now if the stop came while it started: before, it could not have heard it.
+          if (this.#stopping) this.#tellToStop(worker);
+          resolve(message as WorkerStarted);
+        } else if (message?.type === 'metrics:gather' && message.id !== undefined) this.#gather(worker, message.id);
+        else if (message?.type === 'metrics:collected' && message.id !== undefined) this.#collecting.get(message.id)?.(message.metrics ?? []);
+      });
+      worker.once('exit', (code, signal) => {
+        this.#serving.delete(worker);
+        if (!served) return reject(new WorkerStartFailedError(index, signal ?? `code ${code}`));
+        if (this.#stopping) return;
+        // Its nodes' connections ended with it: they reconnect, to the others or to the new one,
+        // and are served from the store again (I2).
+        this.#log.error({ index, pid: worker.process.pid, code, signal, restartInMs: RESTART_DELAY }, 'worker exited; starting another in its place');
+        this.#restart(index, RESTART_DELAY);
+      });
     });
-  const gather = (asker: Worker, id: number) => {
-    Promise.all([...serving].filter((worker) => worker.isConnected()).map(collect))
+  }
+
+  /** Has every worker drain and exit (one still starting is told when it serves); true when all exited 0. */
+  async stop(): Promise<boolean> {
+    this.#stopping = true;
+    for (const worker of this.#serving) this.#tellToStop(worker);
+    const exits = [...this.#workers.values()].map((worker) =>
+      worker.isDead() ? Promise.resolve(worker.process.exitCode === 0) : new Promise<boolean>((resolve) => worker.once('exit', (code) => resolve(code === 0))),
+    );
+    return (await Promise.all(exits)).every(Boolean);
+  }
+
+  /** Not `unref`'d: the primary stays while a worker is due, even with none running. */
+  #restart(index: number, delay: number): void {
+    setTimeout(() => {
+      if (this.#stopping) return;
+      this.start(index).then(
+        ({ instance }) => this.#log.info({ index, instance, pid: this.pid(index) }, 'worker started again'),
+        () => this.#restart(index, Math.min(delay * 2, MAX_RESTART_DELAY)),
+      );
+    }, delay);
+  }
+
+  #tellToStop(worker: Worker): void {
+    if (worker.isConnected()) worker.send({ type: 'stop' } satisfies StopMessage);
+  }
+
+  #gather(asker: Worker, id: number): void {
+    const reply = (message: MetricsMessage) => asker.isConnected() && asker.send(message);
+    Promise.all([...this.#serving].map((worker) => this.#collect(worker)))
       .then(aggregateMetrics)
       .then(
-        (text) => asker.isConnected() && asker.send({ type: 'metrics:gathered', id, text } satisfies MetricsMessage),
-        (error: unknown) => log.error({ err: error }, "adding up the workers' metrics failed"),
-      );
-  };
-  const fork = (index: number): Worker => {
-    const worker = cluster.fork({ [WORKER_INDEX]: String(index) });
-    workers.set(index, worker);
-    worker.on('message', (message: Partial<MetricsMessage> | undefined) => {
-      if (message?.type === 'metrics:gather' && message.id !== undefined) gather(worker, message.id);
-    });
-    worker.once('exit', () => serving.delete(worker));
-    log.info({ index, pid: worker.process.pid }, 'worker forked');
-    return worker;
-  };
-  const started = (worker: Worker) =>
-    new Promise<WorkerStarted>((resolve, reject) => {
-      const onMessage = (message: unknown) => {
-        if ((message as Partial<WorkerStarted>)?.type !== 'started') return;
-        worker.off('exit', onExit);
-        worker.off('message', onMessage);
-        serving.add(worker);
-        resolve(message as WorkerStarted);
-      };
-      const onExit = (code: number | null, signal: string | null) => {
-        worker.off('message', onMessage);
-        reject(new WorkerStartFailedError(indexOf(worker), signal ?? `code ${code}`));
-      };
-      worker.on('message', onMessage);
-      worker.once('exit', onExit);
-    });
-  const indexOf = (worker: Worker) => [...workers].find(([, each]) => each === worker)?.[0] ?? 0;
-  const stopAll = () => {
-    stopping = true;
-    for (const worker of workers.values()) if (worker.isConnected()) worker.send({ type: 'stop' } satisfies StopMessage);
-  };
-  const allExited = () => Promise.all([...workers.values()].map((worker) => (worker.isDead() ? undefined : new Promise((resolve) => worker.once('exit', resolve)))));
-
-  let reports: WorkerStarted[];
-  try {
-    reports = await Promise.all(Array.from({ length: count }, (_, at) => started(fork(at + 1))));
-  } catch (error) {
-    stopAll();
-    await allExited();
-    throw error;
-  }
-  log.info({ workers: reports.map(({ instance }, at) => ({ index: at + 1, instance, pid: workers.get(at + 1)!.process.pid })), xds: reports[0]!.xds, api: reports[0]!.api }, 'chancery workers started');
-
-  // A worker that dies is started again; its nodes' connections ended with it, so they
-  // reconnect, to the others or to it, and are served from the store again (I2).
-  const restart = (index: number, delay: number) => {
-    setTimeout(() => {
-      if (stopping) return;
-      const worker = fork(index);
-      started(worker).then(
-        ({ instance }) => {
-          log.info({ index, instance, pid: worker.process.pid }, 'worker started again');
-          watch(index, worker, RESTART_DELAY);
+        (text) => reply({ type: 'metrics:gathered', id, text }),
+        (error: unknown) => {
+          this.#log.error({ err: error }, "adding up the workers' metrics failed");
+          reply({ type: 'metrics:gathered', id, error: `adding up the workers' metrics failed: ${error instanceof Error ? error.message : String(error)}` });
         },
-        () => restart(index, Math.min(delay * 2, MAX_RESTART_DELAY)),
       );
-    }, delay).unref();
-  };
-  const watch = (index: number, worker: Worker, delay: number) => {
-    worker.once('exit', (code, signal) => {
-      if (stopping) return;
-      log.error({ index, pid: worker.process.pid, code, signal, restartInMs: delay }, 'worker exited; starting another in its place');
-      restart(index, delay);
-    });
-  };
-  for (const [index, worker] of workers) watch(index, worker, RESTART_DELAY);
+  }
 
-  const signal = await stopRequested();
-  log.info({ signal }, 'stopping the workers');
-  stopAll();
-  await allExited();
+  /** One worker's metrics; nothing from one that does not answer in time or exits (it is left out of the scrape). */
+  #collect(worker: Worker): Promise<readonly object[]> {
+    if (!worker.isConnected()) return Promise.resolve([]);
+    return new Promise((resolve) => {
+      const id = ++this.#collects;
+      const done = (metrics: readonly object[]) => {
+        clearTimeout(timer);
+        worker.off('exit', gone);
+        this.#collecting.delete(id);
+        resolve(metrics);
+      };
+      const gone = () => done([]);
+      const timer = setTimeout(gone, COLLECT_TIMEOUT);
+      worker.once('exit', gone);
+      this.#collecting.set(id, done);
+      worker.send({ type: 'metrics:collect', id } satisfies MetricsMessage);
+    });
+  }
 }

@@ -116,6 +116,30 @@ describe('chancery run --workers 2', () => {
     expect(run.output()).toContain('"msg":"stopping the workers"');
   });
 
+  it('starts every worker again when all die at once, and drains one still starting when asked to stop', async () => {
+    const database = await postgres.newDatabase();
+    const run = await startChancery(['--workers', '2', '--store', database, '--instance-id', 'w', '--drain-period', '200ms'], { ready: 'chancery workers started' });
+    const workers = run.started['workers'] as WorkerInfo[];
+    const lines = (msg: string) =>
+      run
+        .output()
+        .split('\n')
+        .filter((line) => line.includes(`"msg":"${msg}"`))
+        .map((line) => JSON.parse(line) as { index: number; pid: number });
+    for (const { pid } of workers) process.kill(pid, 'SIGKILL');
+    // With no worker running, the primary stays to start them again.
+    await eventually('both workers started again', () => lines('worker started again').length === 2, { attempts: 600, every: 50 });
+    expect(lines('worker started again').map(({ index }) => index).sort()).toEqual([1, 2]);
+
+    // A worker forked but not yet serving when SIGTERM comes is told to stop once it serves.
+    const again = lines('worker started again');
+    process.kill(again.find(({ index }) => index === 1)!.pid, 'SIGKILL');
+    await eventually('a third worker 1 forked', () => lines('worker forked').filter(({ index }) => index === 1).length === 3, { attempts: 600, every: 10 });
+    const pids = lines('worker forked').map(({ pid }) => pid);
+    expect(await run.stop()).toBe(0);
+    expect(pids.filter(alive)).toEqual([]);
+  });
+
   it('exits 1 naming the worker when one cannot start, and leaves no worker behind', async () => {
     // Nothing listens on port 1: each worker's store fails to connect.
     const failed = startChancery(['--workers', '2', '--store', 'postgres://postgres@127.0.0.1:1/chancery'], { ready: 'chancery workers started' });

@@ -30,8 +30,8 @@ ${describeOptions(RUN_OPTIONS).join('\n')}
     const options = controlPlaneOptionsOf(config, logger);
     const worker = workerIndex();
     if (config.workers > 1 && worker === undefined) {
-      await superviseWorkers({ count: config.workers, logger, stopRequested: io.stopRequested });
-      return EXIT.ok;
+      const clean = await superviseWorkers({ count: config.workers, logger, stopRequested: io.stopRequested });
+      return clean ? EXIT.ok : EXIT.failed;
     }
     // A worker stops when the primary asks, as well as on a signal of its own (Ctrl-C reaches both).
     const stopRequested = worker === undefined ? io.stopRequested() : Promise.race([io.stopRequested(), primaryAsksToStop()]);
