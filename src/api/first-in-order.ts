@@ -1,3 +1,5 @@
+import { sortedIndex } from '../sorted-index.js';
+
 /** Past this many, sorting everything costs no more than keeping the first ones in order. */
 const KEEP_AT_MOST = 256;
 
@@ -12,14 +14,7 @@ export function firstInOrder<T>(items: readonly T[], count: number, order: (a: T
   if (count <= 0) return kept;
   for (const item of items) {
     if (kept.length === count && order(item, kept[count - 1]!) >= 0) continue;
-    let low = 0;
-    let high = kept.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (order(kept[middle]!, item) <= 0) low = middle + 1;
-      else high = middle;
-    }
-    kept.splice(low, 0, item);
+    kept.splice(sortedIndex(kept, item, order), 0, item);
     if (kept.length > count) kept.pop();
   }
   return kept;

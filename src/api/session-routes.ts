@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { compareText } from '../compare-text.js';
 import { excerpt } from '../excerpt.js';
 import { lastResponseNacked, SESSION_STATES, type SessionState, type SessionView } from '../machines/index.js';
-import type { SessionSummary } from '../sessions/index.js';
+import type { SessionPage, SessionSummary } from '../sessions/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError, SessionNotFoundError } from './errors.js';
 import { firstInOrder } from './first-in-order.js';
@@ -24,10 +24,6 @@ interface SessionQuery {
   readonly offset: number;
 }
 
-interface SessionCounts {
-  readonly byState: Record<string, number>;
-  readonly byInstance: Record<string, number>;
-}
 
 /**
  * This instance's sessions (DESIGN §7): `GET /sessions` as `{ items, total, counts, refused }` sorted by
@@ -160,7 +156,7 @@ function matches<S extends SessionSummary>(summary: S, query: SessionQuery, sour
 }
 
 /** Every state of the chart, in its order, at 0 when no session is in it: the UI lists the states from these. */
-function countsOf(summaries: readonly SessionSummary[]): SessionCounts {
+function countsOf(summaries: readonly SessionSummary[]): SessionPage['counts'] {
   const byState: Record<string, number> = Object.fromEntries(SESSION_STATES.map((state) => [state, 0]));
   const byInstance: Record<string, number> = {};
   for (const { state, instance } of summaries) {

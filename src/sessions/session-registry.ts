@@ -18,6 +18,7 @@ import {
   type TypedRequest,
 } from '../machines/index.js';
 import { compareText } from '../compare-text.js';
+import { sortedIndex } from '../sorted-index.js';
 import type { SessionGateway, Snapshot, StreamSink } from '../xds/index.js';
 import type { FollowUpKind, SessionCallbacks } from './session-callbacks.js';
 import type { SessionScheduler } from './session-scheduler.js';
@@ -385,13 +386,6 @@ export class SessionRegistry implements SessionGateway {
 
   /** Where `node` is, or goes, in `#ordered`. */
   #place(node: string): number {
-    let low = 0;
-    let high = this.#ordered.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (compareText(this.#ordered[middle]!, node) < 0) low = middle + 1;
-      else high = middle;
-    }
-    return low;
+    return sortedIndex(this.#ordered, node, compareText);
   }
 }
