@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { EventJson, EventsPage } from '../../src/api/index.js';
+import { startTestPostgres, type TestPostgres } from '../store/test-postgres.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -83,6 +85,40 @@ export async function killAll(): Promise<void> {
     return exited;
   });
   await Promise.all(exits);
+}
+
+/** A suite of `chancery run` processes on one throwaway Postgres. */
+export interface ChanceryOnPostgres {
+  /** An empty database on the suite's Postgres: its URL. */
+  newDatabase(): Promise<string>;
+  /** Run after each test, the last added first, before every process still running is killed. */
+  readonly cleanups: Array<() => unknown>;
+}
+
+/**
+ * Registers the hooks of such a suite, at the top of a test file: Postgres starts before all
+ * tests and stops after them; after each, its cleanups run and its processes are killed.
+ */
+export function chanceryOnPostgres(): ChanceryOnPostgres {
+  let postgres: TestPostgres | undefined;
+  const cleanups: Array<() => unknown> = [];
+  beforeAll(async () => {
+    postgres = await startTestPostgres();
+  });
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    await killAll();
+  });
+  afterAll(async () => {
+    await postgres?.stop();
+  });
+  return {
+    newDatabase: () => {
+      if (postgres === undefined) throw new Error('chanceryOnPostgres: Postgres has not started (call it at the top of the test file)');
+      return postgres.newDatabase();
+    },
+    cleanups,
+  };
 }
 
 function parseLine(line: string): Record<string, unknown> | undefined {

@@ -1,9 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { call, type ChanceryProcess, killAll, startChancery } from '../e2e/chancery-process.js';
-import { startTestPostgres, type TestPostgres } from '../store/test-postgres.js';
+import { describe, expect, it } from 'vitest';
+import { call, type ChanceryProcess, chanceryOnPostgres, killAll, startChancery } from '../e2e/chancery-process.js';
 import { envoyBinary } from '../support/envoy.js';
 import { startHarness } from '../support/harness.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -24,19 +23,7 @@ envoyBinary();
 /** Each sidecar's configured listeners: a backend's inbound, the client's outbound. */
 const LISTENERS_EACH = 1;
 
-let postgres: TestPostgres;
-const cleanups: Array<() => unknown> = [];
-
-beforeAll(async () => {
-  postgres = await startTestPostgres();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await killAll();
-});
-afterAll(async () => {
-  await postgres?.stop();
-});
+const { newDatabase, cleanups } = chanceryOnPostgres();
 
 /** A balancer in front of `targets` through which every Envoy reaches Chancery; tests cut it and move it. */
 async function balancerFor(targets: readonly string[]): Promise<TcpProxy> {
@@ -166,7 +153,7 @@ describe.each(XDS_MODES)('kuma#2171 with its real victim, Envoy over %s', { time
   });
 
   it('when the instance serving it, one of two on Postgres, is SIGKILLed: no request fails, nothing is removed', async () => {
-    const database = await postgres.newDatabase();
+    const database = await newDatabase();
     const instances = [await run(database, '--instance-id', 'instance-0'), await run(database, '--instance-id', 'instance-1')];
     const balancer = await balancerFor(instances.map((instance) => instance.xds));
     const { mesh, client } = await sidecars(apiOf(instances[0]!), balancer, mode);

@@ -1,14 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PROTOCOLS, type Protocol } from '../../src/xds/index.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
-import { call, type ChanceryProcess, killAll, startChancery } from '../e2e/chancery-process.js';
+import { call, type ChanceryProcess, chanceryOnPostgres, startChancery } from '../e2e/chancery-process.js';
 import { type EchoBackend, startEchoBackend } from '../support/echo-backend.js';
 import { backendDataplane, clientDataplane } from '../support/harness.js';
 import { ReconnectingEnvoy } from '../support/reconnecting-envoy.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually, pause, Traffic } from '../support/traffic.js';
 import { createXdsEchoClient } from '../support/xds-client.js';
-import { startTestPostgres, type TestPostgres } from '../store/test-postgres.js';
 import { envoyDataplane } from '../xds/fixtures.js';
 
 /**
@@ -30,21 +29,7 @@ const LISTENERS = ['inbound:127.0.0.1:10002', 'outbound:127.0.0.1:20001'];
  */
 const INSTANCE_TTL = '4s';
 
-let postgres: TestPostgres;
-const cleanups: Array<() => unknown> = [];
-
-beforeAll(async () => {
-  postgres = await startTestPostgres();
-});
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await killAll();
-});
-
-afterAll(async () => {
-  await postgres?.stop();
-});
+const { newDatabase, cleanups } = chanceryOnPostgres();
 
 interface Fleet {
   readonly instances: ChanceryProcess[];
@@ -60,7 +45,7 @@ interface Fleet {
 
 /** `count` instances on a new database behind a balancer, with backend-1 and backend-2 registered. */
 async function startFleet(count: number, { ttl = INSTANCE_TTL, args = [] as readonly string[] } = {}): Promise<Fleet> {
-  const database = await postgres.newDatabase();
+  const database = await newDatabase();
   const common = ['--store', database, '--record-interval', '100ms', '--instance-ttl', ttl, '--eviction-grace', '30s', ...args];
   // One at a time: the first migrates the schema; the rest find it done either way.
   const instances: ChanceryProcess[] = [];

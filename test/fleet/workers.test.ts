@@ -1,9 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CLUSTER, LISTENER } from '../../src/xds/type-urls.js';
-import { call, killAll, startChancery } from '../e2e/chancery-process.js';
+import { call, chanceryOnPostgres, startChancery } from '../e2e/chancery-process.js';
 import { ReconnectingEnvoy } from '../support/reconnecting-envoy.js';
 import { eventually } from '../support/traffic.js';
-import { startTestPostgres, type TestPostgres } from '../store/test-postgres.js';
 import { envoyDataplane } from '../xds/fixtures.js';
 
 /**
@@ -20,21 +19,7 @@ interface WorkerInfo {
   readonly pid: number;
 }
 
-let postgres: TestPostgres;
-const cleanups: Array<() => unknown> = [];
-
-beforeAll(async () => {
-  postgres = await startTestPostgres();
-});
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await killAll();
-});
-
-afterAll(async () => {
-  await postgres?.stop();
-});
+const { newDatabase, cleanups } = chanceryOnPostgres();
 
 function alive(pid: number): boolean {
   try {
@@ -59,7 +44,7 @@ function served(envoy: ReconnectingEnvoy, streams = 0): boolean {
 
 describe('chancery run --workers 2', () => {
   it('serves every node from one port; a killed worker is started again, and its nodes, told by their streams ending, are served again', async () => {
-    const database = await postgres.newDatabase();
+    const database = await newDatabase();
     const run = await startChancery(
       ['--workers', '2', '--store', database, '--instance-id', 'w', '--record-interval', '100ms', '--instance-ttl', '4s', '--drain-period', '200ms'],
       { ready: 'chancery workers started' },
@@ -117,7 +102,7 @@ describe('chancery run --workers 2', () => {
   });
 
   it('starts every worker again when all die at once, and drains one still starting when asked to stop', async () => {
-    const database = await postgres.newDatabase();
+    const database = await newDatabase();
     const run = await startChancery(['--workers', '2', '--store', database, '--instance-id', 'w', '--drain-period', '200ms'], { ready: 'chancery workers started' });
     const workers = run.started['workers'] as WorkerInfo[];
     const lines = (msg: string) =>
