@@ -47,9 +47,10 @@ export function connectWebSocketInspector(options: InspectOptions, instance: str
   };
 }
 
-/** The event as sent: a generated snapshot is named by its revision and versions, not its bytes. */
+/** The event as sent: a generated snapshot is named by its revision and versions, not its bytes; a store's news without its reader. */
 function inspectedEvent(event: AnyEventObject): AnyEventObject {
   const session = event as SessionEvent;
+  if (session.type === 'store.advanced' || session.type === 'watchdog.ticked') return { type: session.type, at: session.at, revision: session.revision };
   if (session.type !== 'snapshot.generated') return event;
   const { node, revision, resourceCount, types } = session.snapshot;
   const versions = Object.fromEntries(Object.entries(types).map(([typeUrl, type]) => [typeUrl, type.version]));

@@ -21,6 +21,17 @@ export interface GenerationFailure {
   readonly message: string;
 }
 
+/** A node's configuration at the store's current revision, or why there is none at that revision. */
+export type Generation =
+  | { readonly ok: true; readonly snapshot: Snapshot }
+  | { readonly ok: false; readonly revision: number; readonly error: GenerationFailure };
+
+/**
+ * Reads a node's configuration from the store's current projection. It only reads, so a
+ * session may call it within a step: the news that the store moved carries it.
+ */
+export type Generate = (node: string) => Generation;
+
 /**
  * Everything that happens to a session, as facts. The server, the store's change feed, the
  * watchdog and the generator each turn what they see into one of these; `at` is epoch ms,
@@ -42,10 +53,10 @@ export type SessionEvent =
   | { readonly type: 'store.caughtUp'; readonly at: number; readonly streamId: string }
   /** The store could not be read when this stream asked it to (`catchUp`); the next tick tries again. */
   | { readonly type: 'store.catchUpFailed'; readonly at: number; readonly streamId: string; readonly reason: string }
-  /** The store's projection moved to `revision`. */
-  | { readonly type: 'store.advanced'; readonly at: number; readonly revision: number }
-  /** The watchdog's safety-net tick, with the store's current revision. */
-  | { readonly type: 'watchdog.ticked'; readonly at: number; readonly revision: number }
+  /** The store's projection moved to `revision`; `generate` reads a node's configuration from it. */
+  | { readonly type: 'store.advanced'; readonly at: number; readonly revision: number; readonly generate: Generate }
+  /** The watchdog's safety-net tick, with the store's current revision and how to read a node's configuration at it. */
+  | { readonly type: 'watchdog.ticked'; readonly at: number; readonly revision: number; readonly generate: Generate }
   | { readonly type: 'shutdown.requested'; readonly at: number; readonly reason: string };
 
 export type SessionEventType = SessionEvent['type'];

@@ -9,8 +9,16 @@ import { isDataplaneGone } from './generation-failure.js';
 
 /** The part of `enqueueActions`' `enqueue` a step needs. */
 interface Enqueue {
-  assign(values: Pick<SessionContext, 'phase'>): void;
+  assign(values: Partial<SessionContext>): void;
   emit(intent: SessionIntent): void;
+}
+
+/** Serves `snapshot` and sends what the stream is owed from it, in one assignment: a change costs every node one context copy, not two. */
+function serve(context: SessionContext, enqueue: Enqueue, snapshot: Snapshot, at: number): void {
+  const { stream, ledger } = streamPhase(context);
+  const { ledger: after, intents } = pushIntents(ledger, snapshot, at);
+  enqueue.assign({ phase: { state: 'serving', stream, ledger: after, snapshot }, attempted: snapshot.revision, error: undefined });
+  for (const intent of intents) enqueue.emit(intent);
 }
 
 /** Assigns the ledger after a step to the phase that holds it, then emits the step's intents, in order. */
@@ -51,13 +59,15 @@ export const sessionSetup = setup({
     }),
     requestSnapshot: emit({ type: 'generate' }),
     catchUp: emit(({ context }) => ({ type: 'catchUp' as const, streamId: streamPhase(context).stream.id })),
-    // Serves the snapshot and sends what it owes, in one assignment: a change costs every node one context copy, not two.
-    push: enqueueActions(({ context, event, enqueue }, params: { snapshot: Snapshot }) => {
-      const { stream, ledger } = streamPhase(context);
-      const { snapshot } = params;
-      const { ledger: after, intents } = pushIntents(ledger, snapshot, event.at);
-      enqueue.assign({ phase: { state: 'serving', stream, ledger: after, snapshot }, attempted: snapshot.revision, error: undefined });
-      for (const intent of intents) enqueue.emit(intent);
+    push: enqueueActions(({ context, event, enqueue }, params: { snapshot: Snapshot }) => serve(context, enqueue, params.snapshot, event.at)),
+    // A serving node generates in the step that hears the store moved: one event per node per
+    // change, not a request and its answer (bench/README.md). A failure is asked for again, so
+    // that it arrives as its own event, which the story records with its reason.
+    regenerate: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, ['store.advanced', 'watchdog.ticked']);
+      const generation = event.generate(context.node);
+      if (generation.ok) serve(context, enqueue, generation.snapshot, event.at);
+      else enqueue.emit({ type: 'generate' });
     }),
     answer: enqueueActions(({ context, event, enqueue }, params: { snapshot: Snapshot }) => {
       assertEvent(event, ['xds.requested', 'xds.acked', 'xds.nacked']);
@@ -184,6 +194,8 @@ export const sessionMachine = sessionSetup.createMachine({
         serving: {
           id: 'serving',
           on: {
+            'store.advanced': { guard: 'behind', actions: 'regenerate' },
+            'watchdog.ticked': { guard: 'behind', actions: 'regenerate' },
             'snapshot.generated': { actions: { type: 'push', params: ({ event }) => ({ snapshot: event.snapshot }) } },
             'snapshot.failed': [
               {

@@ -8,6 +8,7 @@ import {
   stateIdOf,
   viewOf,
   type EndStatus,
+  type Generate,
   type SessionEvent,
   type SessionIntent,
   type SessionMachine,
@@ -183,7 +184,7 @@ export class SessionRegistry implements SessionGateway {
    * (bench/sessions.bench.ts).
    */
   advance(revision: number): void {
-    this.#tell([...this.#sessions.values()], { type: 'store.advanced', at: this.#options.now(), revision });
+    this.#tell([...this.#sessions.values()], { type: 'store.advanced', at: this.#options.now(), revision, generate: this.#generation });
   }
 
   /** The watchdog's safety net: sessions behind the store regenerate, and catch-ups the store failed are tried again. */
@@ -202,7 +203,7 @@ export class SessionRegistry implements SessionGateway {
       const snapshot = session.actor.getSnapshot();
       return snapshot.context.attempted < revision || snapshot.hasTag(RETRIES_ON_TICK);
     });
-    this.#tell(due, { type: 'watchdog.ticked', at: this.#options.now(), revision });
+    this.#tell(due, { type: 'watchdog.ticked', at: this.#options.now(), revision, generate: this.#generation });
   }
 
   /** Ends every stream with UNAVAILABLE and evicts every session, at once. */
@@ -342,14 +343,16 @@ export class SessionRegistry implements SessionGateway {
     }
   }
 
+  /** A node's configuration from the store's current projection: what a session asks for, and what a store change carries. */
+  readonly #generation: Generate = (node) => {
+    const result = this.#options.generate(node);
+    return result.ok ? result : { ok: false, revision: this.#options.revision(), error: result.error };
+  };
+
   #generate(session: Session): void {
-    const result = this.#options.generate(session.node);
+    const generation = this.#generation(session.node);
     const at = this.#options.now();
-    session.send(
-      result.ok
-        ? { type: 'snapshot.generated', at, snapshot: result.snapshot }
-        : { type: 'snapshot.failed', at, revision: this.#options.revision(), error: result.error },
-    );
+    session.send(generation.ok ? { type: 'snapshot.generated', at, snapshot: generation.snapshot } : { type: 'snapshot.failed', at, revision: generation.revision, error: generation.error });
   }
 
   /** Has the store read the log to its end, then tells the session, in slices: a storm of arrivals shares one read. */
