@@ -99,6 +99,22 @@ const REFERENCES: readonly (readonly [from: TypeUrl, to: TypeUrl])[] = [
 // A shared set is checked once against the shared sets it points into, not once per node.
 const checkedAgainst = new WeakMap<ResourceSet, readonly ResourceSet[]>();
 
+// A node's own set is checked again only when the names it may point to change: a change to
+// an endpoint set's contents (every change of a fleet's endpoints) leaves its names as they were.
+const ownCheckedAgainst = new WeakMap<ResourceSet, string>();
+const namesOfTarget = new WeakMap<TypeSnapshot, string>();
+
+/** A digest of every name `target` holds, computed once per target; targets are shared by the nodes of a mesh. */
+function namesOf(target: TypeSnapshot): string {
+  let names = namesOfTarget.get(target);
+  if (names === undefined) {
+    const all = [target.wildcard, ...target.named].flatMap((set) => set.list.map((resource) => resource.name));
+    names = contentHash([...new Set(all)].sort().join('\n'));
+    namesOfTarget.set(target, names);
+  }
+  return names;
+}
+
 /**
  * Seals a node's resources into a Snapshot, refusing a configuration with no resources at
  * all (I1) and one whose listeners or clusters name a route or endpoint set it lacks (I5).
@@ -117,7 +133,11 @@ export function sealSnapshot(parts: SnapshotParts): SealResult {
   for (const [from, to] of REFERENCES) {
     const target = types[to];
     let missing: Set<string> | undefined;
-    for (const resource of types[from].wildcard.list) missing = collectMissing(resource, target, missing);
+    const own = types[from].wildcard;
+    if (own.size > 0 && ownCheckedAgainst.get(own) !== namesOf(target)) {
+      for (const resource of own.list) missing = collectMissing(resource, target, missing);
+      if (missing === undefined) ownCheckedAgainst.set(own, namesOf(target));
+    }
     for (const set of types[from].named) {
       if (sameSets(checkedAgainst.get(set), target.named)) continue;
       let withinShared = true;
