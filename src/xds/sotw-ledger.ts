@@ -14,6 +14,15 @@ interface TypeLedger extends Omit<TypeReport, 'perResourceVersions'> {
 }
 
 /**
+ * A type's record with every field present, in one order: 10,000 streams' records share one
+ * shape, so reading them stays fast (a record built by spreads takes a shape per set of fields).
+ */
+function typeLedger(type: TypeLedger): TypeLedger {
+  const { subscription, heldVersion, resendOwed, sent, acked, nacked } = type;
+  return { subscription, heldVersion, resendOwed, sent, acked, nacked };
+}
+
+/**
  * The SotW ledger: per type, the subscription (with the legacy wildcard rule) and the last
  * response sent, ACKed and NACKed. A SotW response carries every resource the subscription
  * selects; a value, `receive` and `respond` return the ledger after the step.
@@ -40,25 +49,22 @@ export class SotwLedger implements Ledger {
   /** Records a request: subscription change, ACK or NACK. A stale nonce still updates the subscription (envoy#10363). */
   receive(stream: StreamRequest & { readonly typeUrl: TypeUrl }, now: number): { ledger: SotwLedger; outcome: RequestOutcome } {
     const request = sotwRequest(stream);
-    const known = this.#types.get(request.typeUrl);
-    const before = known ?? { subscription: Subscription.none(request.typeUrl), heldVersion: request.versionInfo, resendOwed: false };
+    const before = this.#types.get(request.typeUrl) ?? typeLedger({ subscription: Subscription.none(request.typeUrl), heldVersion: request.versionInfo, resendOwed: false });
     const subscription = before.subscription.update(request.resourceNames);
     // Before anything is sent the first response is owed anyway; owing a re-send from the
     // start would also send a reconnecting client the wildcard version it says it holds.
     const resendOwed = before.resendOwed || (subscription.key !== before.subscription.key && before.sent !== undefined);
-    const type: TypeLedger = { ...before, subscription, resendOwed };
     const nonce = request.responseNonce;
-    const { sent } = type;
-    if (nonce !== '' && sent && nonce !== sent.nonce) return { ledger: this.#with(request.typeUrl, type), outcome: { kind: 'stale', nonce } };
-    if (nonce === '' || !sent) return { ledger: this.#with(request.typeUrl, type), outcome: { kind: 'request' } };
+    const { sent } = before;
+    const type = (change: Partial<TypeLedger>) => this.#with(request.typeUrl, typeLedger({ ...before, subscription, resendOwed, ...change }));
+    if (nonce !== '' && sent && nonce !== sent.nonce) return { ledger: type({}), outcome: { kind: 'stale', nonce } };
+    if (nonce === '' || !sent) return { ledger: type({}), outcome: { kind: 'request' } };
     if (request.errorDetail) {
       // The rejected version is the one sent with this nonce; version_info is the client's last good one.
       const { message } = request.errorDetail;
-      const nacked = { version: sent.version, nonce, message, at: now };
-      return { ledger: this.#with(request.typeUrl, { ...type, nacked }), outcome: { kind: 'nack', version: sent.version, nonce, message } };
+      return { ledger: type({ nacked: { version: sent.version, nonce, message, at: now } }), outcome: { kind: 'nack', version: sent.version, nonce, message } };
     }
-    const acked = { version: request.versionInfo, nonce, at: now };
-    return { ledger: this.#with(request.typeUrl, { ...type, acked }), outcome: { kind: 'ack', version: request.versionInfo, nonce } };
+    return { ledger: type({ acked: { version: request.versionInfo, nonce, at: now } }), outcome: { kind: 'ack', version: request.versionInfo, nonce } };
   }
 
   /** See `Ledger.respond`; in SotW, a resend of any name re-sends the whole response. */
@@ -84,11 +90,11 @@ export class SotwLedger implements Ledger {
       // An empty version_info holds nothing, even when what is owed is an empty set.
       const held = type.heldVersion !== '' && type.heldVersion === version;
       if (!type.sent && subscription.wildcard && subscription.names.size === 0 && held) {
-        return { ledger: this.#with(typeUrl, { ...type, sent: { version, nonce: '', resources, at: now } }) };
+        return { ledger: this.#with(typeUrl, typeLedger({ ...type, sent: { version, nonce: '', resources, at: now } })) };
       }
     }
     const nonce = String(this.#nonce + 1);
-    const next = new SotwLedger(this.streamId, this.#nonce + 1, withType(this.#types, typeUrl, { ...type, sent: { version, nonce, resources, at: now }, resendOwed: false }));
+    const next = new SotwLedger(this.streamId, this.#nonce + 1, withType(this.#types, typeUrl, typeLedger({ ...type, sent: { version, nonce, resources, at: now }, resendOwed: false })));
     return { ledger: next, response: { protocol: 'sotw', typeUrl, version, nonce, resources } };
   }
 

@@ -11,6 +11,8 @@ const WILDCARD = '*';
  */
 export class Subscription {
   readonly #legacyWildcard: boolean;
+  /** The names of the request it was made from, as sent; none before the first request. */
+  readonly #requested: readonly string[] | undefined;
 
   private constructor(
     readonly typeUrl: TypeUrl,
@@ -20,13 +22,15 @@ export class Subscription {
     /** Identifies what the subscription selects: equal keys select the same resources. */
     readonly key: string,
     legacyWildcard: boolean,
+    requested: readonly string[] | undefined,
   ) {
     this.#legacyWildcard = legacyWildcard;
+    this.#requested = requested;
   }
 
   /** Nothing requested yet on the stream. */
   static none(typeUrl: TypeUrl): Subscription {
-    return new Subscription(typeUrl, false, new Set(), '\n', FULL_STATE.has(typeUrl));
+    return new Subscription(typeUrl, false, new Set(), '\n', FULL_STATE.has(typeUrl), undefined);
   }
 
   get empty(): boolean {
@@ -35,16 +39,19 @@ export class Subscription {
 
   /** The subscription after a request with these names (SotW sends the full list); `this` when nothing changed. */
   update(resourceNames: readonly string[]): Subscription {
+    // An update is idempotent, and an ACK repeats the names of the request before it, in the
+    // same order: known without building a set (every node ACKs every change).
+    if (this.#requested !== undefined && sameList(resourceNames, this.#requested)) return this;
     if (resourceNames.length === 0) {
       const wildcard = this.#legacyWildcard;
       if (wildcard === this.wildcard && this.names.size === 0) return this;
-      return new Subscription(this.typeUrl, wildcard, new Set(), keyOf(wildcard, []), this.#legacyWildcard);
+      return new Subscription(this.typeUrl, wildcard, new Set(), keyOf(wildcard, []), this.#legacyWildcard, resourceNames);
     }
     const names = new Set(resourceNames);
     const wildcard = names.delete(WILDCARD) && FULL_STATE.has(this.typeUrl);
     // Once a name was given, the legacy wildcard is gone for good on this stream.
     if (wildcard === this.wildcard && !this.#legacyWildcard && sameNames(names, this.names)) return this;
-    return new Subscription(this.typeUrl, wildcard, names, keyOf(wildcard, [...names]), false);
+    return new Subscription(this.typeUrl, wildcard, names, keyOf(wildcard, [...names]), false, resourceNames);
   }
 }
 
@@ -55,5 +62,11 @@ function keyOf(wildcard: boolean, names: readonly string[]): string {
 function sameNames(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   if (a.size !== b.size) return false;
   for (const name of a) if (!b.has(name)) return false;
+  return true;
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }

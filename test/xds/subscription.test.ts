@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { Subscription } from '../../src/xds/subscription.js';
+import { ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+
+const names = (subscription: Subscription) => ({ wildcard: subscription.wildcard, names: [...subscription.names].sort() });
+
+/** Applies each request's names in turn; returns every subscription along the way. */
+function walk(typeUrl: typeof LISTENER | typeof ENDPOINT, ...requests: string[][]): Subscription[] {
+  const steps = [Subscription.none(typeUrl)];
+  for (const request of requests) steps.push(steps.at(-1)!.update(request));
+  return steps.slice(1);
+}
+
+describe('Subscription.update: a request repeating the last names changes nothing, any other list is read anew', () => {
+  it('keeps the subscription itself when an ACK repeats the names, and when they come in another order', () => {
+    const [first, repeated, reordered] = walk(ENDPOINT, ['a', 'b'], ['a', 'b'], ['b', 'a']);
+    expect(repeated).toBe(first);
+    expect(reordered).toBe(first);
+    expect(names(first!)).toEqual({ wildcard: false, names: ['a', 'b'] });
+  });
+
+  it('reads a list of as many names with one named twice as the one name it is', () => {
+    const [, twice, again] = walk(ENDPOINT, ['a', 'b'], ['a', 'a'], ['a', 'b']);
+    expect(names(twice!)).toEqual({ wildcard: false, names: ['a'] });
+    expect(names(again!)).toEqual({ wildcard: false, names: ['a', 'b'] });
+    expect(again!.key).not.toBe(twice!.key);
+  });
+
+  it('walks the legacy wildcard the same with each request sent twice: all, all plus A, only A, nothing', () => {
+    const steps = walk(LISTENER, [], [], ['*', 'A'], ['*', 'A'], ['A'], ['A'], [], []);
+    expect(steps.map(names)).toEqual([
+      { wildcard: true, names: [] },
+      { wildcard: true, names: [] },
+      { wildcard: true, names: ['A'] },
+      { wildcard: true, names: ['A'] },
+      { wildcard: false, names: ['A'] },
+      { wildcard: false, names: ['A'] },
+      { wildcard: false, names: [] },
+      { wildcard: false, names: [] },
+    ]);
+  });
+});
