@@ -35,8 +35,9 @@ describe('I5 for a node’s own resources, sealed again at every change of what 
     expect(seal(2, new ResourceSet([assignment('svc-a', '10.0.0.1')])).ok).toBe(true);
     const gone = seal(3, new ResourceSet([assignment('svc-b', '10.0.0.1')]));
     expect(gone.ok).toBe(false);
-    expect(!gone.ok && gone.error).toBeInstanceOf(MissingReferenceError);
-    expect(!gone.ok && gone.error.missing).toEqual(['svc-a']);
+    const error = !gone.ok && gone.error;
+    expect(error).toBeInstanceOf(MissingReferenceError);
+    expect(error instanceof MissingReferenceError && error.missing).toEqual(['svc-a']);
     // And once it is back, it seals again.
     expect(seal(4, new ResourceSet([assignment('svc-a', '10.0.0.2'), assignment('svc-b')])).ok).toBe(true);
   });
