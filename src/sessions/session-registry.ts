@@ -189,20 +189,22 @@ export class SessionRegistry implements SessionGateway {
 
   /** The watchdog's safety net: sessions behind the store regenerate, and catch-ups the store failed are tried again. */
   tick(): void {
-    const sessions = [...this.#sessions.values()];
-    const retrying = sessions.filter((session) => session.actor.getSnapshot().hasTag(RETRIES_ON_TICK)).length;
-    // One line a tick, not one a node: the store's own failure is logged where it happens.
-    if (retrying > 0) this.#log.warn({ nodes: retrying }, 'nodes arriving with configuration still wait for the store to be read; trying again');
     // A store change or tick still reaching sessions in slices will reach the rest: a tick
     // now would only do the same work again. Requests waiting their turn do not hold it back.
     if (this.#telling > 0) return;
     const revision = this.#options.revision();
-    // Optimization: the chart's `behind` guard, checked here first so that an idle fleet
-    // costs no events at all (bench/sessions.bench.ts: ~10 µs a session a tick otherwise).
-    const due = sessions.filter((session) => {
+    const due: Session[] = [];
+    let retrying = 0;
+    for (const session of this.#sessions.values()) {
       const snapshot = session.actor.getSnapshot();
-      return snapshot.context.attempted < revision || snapshot.hasTag(RETRIES_ON_TICK);
-    });
+      const retries = snapshot.hasTag(RETRIES_ON_TICK);
+      if (retries) retrying++;
+      // Optimization: the chart's `behind` guard, checked here first so that an idle fleet
+      // costs no events at all (bench/sessions.bench.ts: ~10 µs a session a tick otherwise).
+      if (retries || snapshot.context.attempted < revision) due.push(session);
+    }
+    // One line a tick, not one a node: the store's own failure is logged where it happens.
+    if (retrying > 0) this.#log.warn({ nodes: retrying }, 'nodes arriving with configuration still wait for the store to be read; trying again');
     this.#tell(due, { type: 'watchdog.ticked', at: this.#options.now(), revision, generate: this.#generation });
   }
 
