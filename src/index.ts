@@ -32,6 +32,8 @@ export {
 export {
   SESSION_STATES,
   sessionMachine,
+  type Generate,
+  type Generation,
   type SessionContext,
   type SessionEvent,
   type SessionInput,
