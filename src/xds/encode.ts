@@ -1,5 +1,6 @@
 import { ChanceryError } from '../chancery-error.js';
 import { contentHash } from './content-hash.js';
+import { InternTable } from './intern-table.js';
 import { lookupType } from './protos.js';
 import { messageName, type TypeUrl } from './type-urls.js';
 
@@ -33,10 +34,7 @@ export class InvalidResourceError extends ChanceryError {
 
 // Interned by content: a resource built twice (for two nodes, or twice for one) is one object
 // with one set of bytes. Entries go when the last snapshot holding them is collected.
-const interned = new Map<string, WeakRef<EncodedResource>>();
-const release = new FinalizationRegistry<string>((key) => {
-  if (interned.get(key)?.deref() === undefined) interned.delete(key);
-});
+const interned = new InternTable<EncodedResource>();
 let encodings = 0;
 
 /**
@@ -57,18 +55,12 @@ export function encodeResource(
   const value = type.encode(typed).finish();
   encodings++;
   const version = contentHash(typeUrl, value);
-  const existing = interned.get(version)?.deref();
+  const existing = interned.get(version);
   if (existing) return existing;
-  const resource: EncodedResource = Object.freeze({
-    typeUrl,
-    name,
+  return interned.intern(
     version,
-    any: encodeAny(typeUrl, value),
-    references: Object.freeze([...references]),
-  });
-  interned.set(version, new WeakRef(resource));
-  release.register(resource, version);
-  return resource;
+    Object.freeze({ typeUrl, name, version, any: encodeAny(typeUrl, value), references: Object.freeze([...references]) }),
+  );
 }
 
 /** How many resources have been encoded since start; for tests and benchmarks. */

@@ -1,6 +1,9 @@
+import { InternTable } from './intern-table.js';
 import { FULL_STATE, type TypeUrl } from './type-urls.js';
 
 const WILDCARD = '*';
+
+const subscriptions = new InternTable<Subscription>();
 
 /**
  * What a SotW client is subscribed to for one type on one stream, with the legacy wildcard
@@ -30,7 +33,16 @@ export class Subscription {
 
   /** Nothing requested yet on the stream. */
   static none(typeUrl: TypeUrl): Subscription {
-    return new Subscription(typeUrl, false, new Set(), '\n', FULL_STATE.has(typeUrl), undefined);
+    return Subscription.#of(typeUrl, false, new Set(), '\n', FULL_STATE.has(typeUrl), undefined);
+  }
+
+  /**
+   * The subscription with these fields: one object for every stream subscribed alike (a fleet's
+   * nodes ask for the same clusters' endpoints), not one each with its own set of names.
+   */
+  static #of(typeUrl: TypeUrl, wildcard: boolean, names: ReadonlySet<string>, key: string, legacyWildcard: boolean, requested: readonly string[] | undefined): Subscription {
+    const interned = `${typeUrl}\n${legacyWildcard ? 'legacy' : ''}\n${requested === undefined ? 'none' : ''}\n${key}`;
+    return subscriptions.get(interned) ?? subscriptions.intern(interned, new Subscription(typeUrl, wildcard, names, key, legacyWildcard, requested));
   }
 
   get empty(): boolean {
@@ -45,13 +57,13 @@ export class Subscription {
     if (resourceNames.length === 0) {
       const wildcard = this.#legacyWildcard;
       if (wildcard === this.wildcard && this.names.size === 0) return this;
-      return new Subscription(this.typeUrl, wildcard, new Set(), keyOf(wildcard, []), this.#legacyWildcard, resourceNames);
+      return Subscription.#of(this.typeUrl, wildcard, new Set(), keyOf(wildcard, []), this.#legacyWildcard, resourceNames);
     }
     const names = new Set(resourceNames);
     const wildcard = names.delete(WILDCARD) && FULL_STATE.has(this.typeUrl);
     // Once a name was given, the legacy wildcard is gone for good on this stream.
     if (wildcard === this.wildcard && !this.#legacyWildcard && sameNames(names, this.names)) return this;
-    return new Subscription(this.typeUrl, wildcard, names, keyOf(wildcard, [...names]), false, resourceNames);
+    return Subscription.#of(this.typeUrl, wildcard, names, keyOf(wildcard, [...names]), false, resourceNames);
   }
 }
 

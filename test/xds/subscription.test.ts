@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { Subscription } from '../../src/xds/subscription.js';
-import { ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 
 const names = (subscription: Subscription) => ({ wildcard: subscription.wildcard, names: [...subscription.names].sort() });
 
 /** Applies each request's names in turn; returns every subscription along the way. */
-function walk(typeUrl: typeof LISTENER | typeof ENDPOINT, ...requests: string[][]): Subscription[] {
+function walk(typeUrl: typeof LISTENER | typeof ENDPOINT | typeof CLUSTER, ...requests: string[][]): Subscription[] {
   const steps = [Subscription.none(typeUrl)];
   for (const request of requests) steps.push(steps.at(-1)!.update(request));
   return steps.slice(1);
@@ -38,5 +38,29 @@ describe('Subscription.update: a request repeating the last names changes nothin
       { wildcard: false, names: [] },
       { wildcard: false, names: [] },
     ]);
+  });
+});
+
+describe('Subscription: streams subscribed alike share one subscription', () => {
+  it('gives two streams asking for the same names, in any order, the same object, and others their own', () => {
+    const [first] = walk(ENDPOINT, ['a', 'b']);
+    const [second] = walk(ENDPOINT, ['b', 'a']);
+    const [other] = walk(ENDPOINT, ['a', 'c']);
+    expect(second).toBe(first);
+    expect(other).not.toBe(first);
+    expect(names(other!)).toEqual({ wildcard: false, names: ['a', 'c'] });
+  });
+
+  it('keeps the legacy wildcard apart from a wildcard named explicitly, and listeners apart from clusters', () => {
+    const [legacy] = walk(LISTENER, []);
+    const [, named, dropped] = walk(LISTENER, [], ['*', 'A'], ['*']);
+    const [explicit] = walk(LISTENER, ['*']);
+    expect(explicit).toBe(dropped);
+    expect(explicit).not.toBe(legacy);
+    expect(named).not.toBe(legacy);
+    // The legacy wildcard still ends when a name is given; the explicit one stays.
+    expect(names(legacy!.update(['A']))).toEqual({ wildcard: false, names: ['A'] });
+    expect(names(explicit!.update([]))).toEqual({ wildcard: false, names: [] });
+    expect(walk(CLUSTER, [])[0]).not.toBe(legacy);
   });
 });
