@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { createActor, type Actor, type ActorOptions, type InspectionEvent } from 'xstate';
+import { createActor, type ActorOptions, type InspectionEvent } from 'xstate';
 import {
   delayedEventOf,
   SESSION_STATES,
@@ -23,12 +23,12 @@ import { sortedIndex } from '../sorted-index.js';
 import type { SessionGateway, Snapshot, StreamSink } from '../xds/index.js';
 import type { FollowUpKind, SessionCallbacks } from './session-callbacks.js';
 import type { SessionScheduler } from './session-scheduler.js';
+import { LiveSession, type Session, type SessionKeeper } from './live-session.js';
 import { SessionStory } from './session-story.js';
 
 type Clock = NonNullable<ActorOptions<SessionMachine>['clock']>;
 
 /** `T` with the properties `K` writable: what only the registry changes of a session. */
-type Mutable<T, K extends keyof T> = Omit<T, K> & { -readonly [P in K]: T[P] };
 
 /** What the scheduler does with a batch of one closure. */
 const run = (work: () => void) => work();
@@ -70,20 +70,6 @@ export interface SessionRegistryOptions {
   readonly callbacks?: SessionCallbacks;
 }
 
-/** One node's session: its actor and its story. */
-export interface Session {
-  readonly node: string;
-  readonly actor: Actor<SessionMachine>;
-  readonly story: SessionStory;
-  /**
-   * The chart state the session rests in, kept as the actor moves: what counting and listing
-   * 10,000 sessions reads, without walking each snapshot's value.
-   */
-  readonly at: SessionStateId;
-  /** Sends the actor an event, remembered as the cause of the move it makes, if any. */
-  send(event: SessionEvent): void;
-}
-
 /**
  * The sessions of this instance: one root actor per node (spawning thousands of children under
  * one parent is quadratic in XState), keyed by node id. It turns what the server, the store and
@@ -108,6 +94,27 @@ export class SessionRegistry implements SessionGateway {
   #telling = 0;
   /** Once shutting down or draining: why a stream whose first request still waited is refused. */
   #closing: string | undefined;
+
+  /** What every session tells the registry: one object for all of them. */
+  readonly #keeper: SessionKeeper = {
+    moved: (session, to, cause) => {
+      const { node, at } = session;
+      const record = session.story.moved(this.#options.now(), cause ?? { type: delayedEventOf(at) ?? 'xstate.after' }, at, to);
+      session.at = to;
+      this.#counts[sessionStateOf(at)]--;
+      this.#counts[sessionStateOf(to)]++;
+      this.#callbacks.onTransition?.(node, record, () => this.#view(session));
+      if (this.#log.isLevelEnabled('debug')) this.#log.debug({ node, from: record.from, to, event: record.event, ...record.detail }, 'session transition');
+    },
+    ended: (session) => this.#remove(session),
+    failed: (session, error) => {
+      const { node, at } = session;
+      this.#log.error({ err: error, node, state: at }, 'session failed; evicting it');
+      const { phase } = session.actor.getSnapshot().context;
+      if ('stream' in phase) this.#end(phase.stream.id, { code: 'UNAVAILABLE', message: `internal error in the session of ${node}` });
+      this.#remove(session);
+    },
+  };
 
   constructor(options: SessionRegistryOptions) {
     this.#options = options;
@@ -259,49 +266,13 @@ export class SessionRegistry implements SessionGateway {
 
   #create(node: string): Session {
     const { evictionGrace, clock, historySize = 32 } = this.#options;
-    const story = new SessionStory(historySize);
-    // Events sent and not yet processed, in the mailbox's order: XState tells observers once per
-    // event it processes, and an event sent while another is processed (a generation during
-    // `stream.opened`) waits in the mailbox. A move with no cause here was made by a timer.
-    const causes: SessionEvent[] = [];
     // Optimization: XState builds inspection events for every step of an actor given `inspect`
     // (3× the cost of an event, bench/README.md): only a session chosen for live inspection has one.
     const inspector = this.#callbacks.inspect?.(node);
     const actor = createActor(sessionMachine, { input: { node, evictionGrace }, clock, ...(inspector && { inspect: (inspection: InspectionEvent) => inspector.next?.(inspection) }) });
-    const session: Mutable<Session, 'at'> = {
-      node,
-      actor,
-      story,
-      at: 'connecting',
-      send: (event) => {
-        // An actor that ended processes nothing: its cause would never be taken.
-        if (actor.getSnapshot().status !== 'active') return;
-        causes.push(event);
-        actor.send(event);
-      },
-    };
+    const session = new LiveSession(node, actor, new SessionStory(historySize), this.#keeper);
     actor.on('*', (intent) => this.#carryOut(session, intent));
-    actor.subscribe({
-      next: (snapshot) => {
-        const cause = causes.shift();
-        const to = stateIdOf(snapshot.value);
-        const { at } = session;
-        if (to === at) return;
-        const record = story.moved(this.#options.now(), cause ?? { type: delayedEventOf(at) ?? 'xstate.after' }, at, to);
-        session.at = to;
-        this.#counts[sessionStateOf(at)]--;
-        this.#counts[sessionStateOf(to)]++;
-        this.#callbacks.onTransition?.(node, record, () => this.#view(session));
-        if (this.#log.isLevelEnabled('debug')) this.#log.debug({ node, from: record.from, to, event: record.event, ...record.detail }, 'session transition');
-      },
-      complete: () => this.#remove(session),
-      error: (error) => {
-        this.#log.error({ err: error, node, state: session.at }, 'session failed; evicting it');
-        const { phase } = actor.getSnapshot().context;
-        if ('stream' in phase) this.#end(phase.stream.id, { code: 'UNAVAILABLE', message: `internal error in the session of ${node}` });
-        this.#remove(session);
-      },
-    });
+    actor.subscribe(session);
     this.#sessions.set(node, session);
     this.#ordered.splice(this.#place(node), 0, node);
     this.#counts[sessionStateOf(session.at)]++;

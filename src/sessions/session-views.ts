@@ -1,6 +1,7 @@
 import { lastResponseNacked, sessionStateOf, viewOf, type SessionState, type SessionView } from '../machines/index.js';
 import { decodeAny, PROTOCOLS, SHORT_NAME, type Protocol } from '../xds/index.js';
-import type { Session, SessionRegistry } from './session-registry.js';
+import type { Session } from './live-session.js';
+import type { SessionRegistry } from './session-registry.js';
 
 /** What listing and counting sessions needs of each, without its view. */
 export interface SessionSummary {
