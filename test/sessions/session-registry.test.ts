@@ -144,3 +144,25 @@ describe('the sessions in node order, and their counts per state, kept by the re
     await close();
   });
 });
+
+describe('a session whose step throws', () => {
+  it('ends its stream with UNAVAILABLE naming the node, leaves nothing behind, and a new stream starts it afresh', async () => {
+    const { sessions, settled, close } = await registry();
+    // A bug the server never lets happen: a Delta request on a SotW stream, which the ledger refuses by throwing.
+    const failing = new RecordingSink();
+    sessions.open(stream('failing'), failing, NODE, first);
+    sessions.request(NODE, 'failing', 'xds.requested', { protocol: 'delta', typeUrl: LISTENER, subscribe: [], unsubscribe: [], initialVersions: {}, responseNonce: '' });
+    await settled();
+    expect(failing.ended).toEqual({ code: 'UNAVAILABLE', message: `internal error in the session of ${NODE}` });
+    expect(sessions.size).toBe(0);
+    expect(failing.sent.map((response) => response.typeUrl)).toEqual([CLUSTER]);
+    expect(sessions.counts()).toMatchObject({ serving: 0, 'awaiting-snapshot': 0 });
+
+    const healthy = new RecordingSink();
+    sessions.open(stream('healthy'), healthy, NODE, first);
+    await settled();
+    expect(healthy.sent.map((response) => response.typeUrl)).toEqual([CLUSTER]);
+    expect(sessions.counts()).toMatchObject({ serving: 1 });
+    await close();
+  });
+});
