@@ -6,11 +6,20 @@ import type { DeltaRequest, StreamRequest } from './xds-request.js';
 
 const WILDCARD = '*';
 
-/** What the node holds of one resource: its version, and the resource once this stream knows it. */
-interface Held {
-  readonly version: string;
-  readonly resource?: EncodedResource;
-}
+/**
+ * What the node holds of one resource: the resource itself once this stream knows it (its
+ * version is the resource's), else the version the node said it holds. No wrapper: a node holds
+ * every resource of its configuration, and 10,000 nodes hold a wrapper each otherwise.
+ */
+type Held = EncodedResource | string;
+
+const heldVersion = (held: Held): string => (typeof held === 'string' ? held : held.version);
+
+/** The empty set of names every type without any shares: a type's sets are replaced, never changed. */
+const NONE: ReadonlySet<string> = new Set();
+
+/** `names`, or the shared empty set when it has none. */
+const orNone = (names: ReadonlySet<string>): ReadonlySet<string> => (names.size === 0 ? NONE : names);
 
 interface DeltaType {
   /** Subscribed to `*`, explicitly or by the legacy rule. */
@@ -95,9 +104,9 @@ export class DeltaLedger implements Ledger {
     const held = new Map(type.held);
     const resources: EncodedResource[] = [];
     for (const [name, resource] of wanted) {
-      const version = held.get(name)?.version;
-      if (version !== resource.version || type.owedAll || type.owed.has(name) || resend?.has(name)) resources.push(resource);
-      else held.set(name, { version, resource });
+      const holds = held.get(name);
+      if (holds === undefined || heldVersion(holds) !== resource.version || type.owedAll || type.owed.has(name) || resend?.has(name)) resources.push(resource);
+      else held.set(name, resource);
     }
     const removed: string[] = [];
     const absent = new Set(type.absent);
@@ -118,18 +127,18 @@ export class DeltaLedger implements Ledger {
     const first = !type.answered && type.wildcard;
     if (resources.length === 0 && removed.length === 0 && !first) {
       // Nothing owed; what the node holds at the current version is now known by its bytes.
-      return { ledger: this.#with(typeUrl, { ...type, held, owed: new Set(), owedAll: false, absent, settledWith: available }) };
+      return { ledger: this.#with(typeUrl, { ...type, held, owed: NONE, owedAll: false, absent: orNone(absent), settledWith: available }) };
     }
-    for (const resource of resources) held.set(resource.name, { version: resource.version, resource });
+    for (const resource of resources) held.set(resource.name, resource);
     for (const name of removed) held.delete(name);
     const nonce = String(this.#nonce + 1);
     const sorted = [...resources].sort(byName);
     const next: DeltaType = {
       ...type,
       held,
-      owed: new Set(),
+      owed: NONE,
       owedAll: false,
-      absent,
+      absent: orNone(absent),
       answered: true,
       settledWith: available,
       sent: { version: available.version, nonce, resources: sorted.length, at: now },
@@ -165,7 +174,7 @@ export class DeltaLedger implements Ledger {
         ...(type.sent && { sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources, at: iso(type.sent.at) } }),
         ...(type.acked && { acked: { version: type.acked.version, nonce: type.acked.nonce, at: iso(type.acked.at) } }),
         ...(type.nacked && { nacked: { version: type.nacked.version, nonce: type.nacked.nonce, message: type.nacked.message, at: iso(type.nacked.at) } }),
-        held: Object.fromEntries([...type.held].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, { version }]) => [name, version])),
+        held: Object.fromEntries([...type.held].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, holds]) => [name, heldVersion(holds)])),
       };
     }
     return out;
@@ -174,7 +183,7 @@ export class DeltaLedger implements Ledger {
   report(typeUrl: TypeUrl): TypeReport | undefined {
     const type = this.#types.get(typeUrl);
     if (type === undefined) return undefined;
-    const resources = [...type.held.values()].flatMap(({ resource }) => (resource === undefined ? [] : [resource])).sort(byName);
+    const resources = [...type.held.values()].flatMap((holds) => (typeof holds === 'string' ? [] : [holds])).sort(byName);
     return {
       subscription: { wildcard: type.wildcard, names: type.names },
       ...(type.sent && { sent: { version: type.sent.version, nonce: type.sent.nonce, resources, at: type.sent.at } }),
@@ -197,7 +206,7 @@ function subscribed(known: DeltaType | undefined, request: DeltaRequest): DeltaT
   if (!first && subscribe.length === 0 && unsubscribe.length === 0) return known;
   const wildcardType = FULL_STATE.has(request.typeUrl as TypeUrl);
   // Rule 6: what the client holds from an earlier stream comes with its first request of the type.
-  const held = first ? new Map(Object.entries(request.initialVersions).map(([name, version]) => [name, { version }] as const)) : new Map(known.held);
+  const held: Map<string, Held> = first ? new Map(Object.entries(request.initialVersions)) : new Map(known.held);
   let wildcard = known?.wildcard ?? false;
   // Rule 5: a first request with both lists empty is the legacy wildcard, for the types that have one.
   let legacy = first ? wildcardType && subscribe.length === 0 && unsubscribe.length === 0 : known.legacy;
@@ -242,7 +251,7 @@ function subscribed(known: DeltaType | undefined, request: DeltaRequest): DeltaT
       held.delete(name);
     }
   }
-  return { ...(known ?? { answered: false }), wildcard, legacy, names, held, owed, owedAll, absent, settledWith: undefined };
+  return { ...(known ?? { answered: false }), wildcard, legacy, names: orNone(names), held, owed: orNone(owed), owedAll, absent: orNone(absent), settledWith: undefined };
 }
 
 /** The resources the subscription asks for that exist now, by name. */
