@@ -112,10 +112,11 @@ export const sessionSetup = setup({
  * The life of one dataplane's session (DESIGN.md section 4). One root actor per node; the
  * registry creates it on the first request of a stream and drops it when it is evicted.
  *
- * The only actions that send anything are `push` and `answer`, and both require the
- * Snapshot being served as a parameter: there is no way to push from `connecting` or
- * `awaiting-snapshot`, and no snapshot to push from anywhere else (I1). `streaming` groups
- * the two states that hold a stream and keeps what happens to a stream in one place.
+ * The only actions that send anything are `push` and `answer`, which require the Snapshot
+ * being served as a parameter, and `regenerate`, which serves only what the generator returns,
+ * in `serving` alone: there is no way to push from `connecting` or `awaiting-snapshot`, and no
+ * snapshot to push from anywhere else (I1). `streaming` groups the two states that hold a
+ * stream and keeps what happens to a stream in one place.
  */
 export const sessionMachine = sessionSetup.createMachine({
   id: 'session',
