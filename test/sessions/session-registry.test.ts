@@ -2,8 +2,8 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { generate, validate } from '../../src/mesh/index.js';
-import { SESSION_STATES } from '../../src/machines/index.js';
-import { SessionRegistry, SessionScheduler, SessionViews } from '../../src/sessions/index.js';
+import { SESSION_STATES, type TransitionRecord } from '../../src/machines/index.js';
+import { SessionRegistry, SessionScheduler, SessionViews, type SessionCallbacks } from '../../src/sessions/index.js';
 import { createMemoryStore } from '../../src/store/index.js';
 import type { EndStatus, StreamSink, XdsResponse } from '../../src/xds/index.js';
 import { CLUSTER, LISTENER } from '../../src/xds/type-urls.js';
@@ -22,7 +22,7 @@ class RecordingSink implements StreamSink {
   }
 }
 
-async function registry(scheduler = new SessionScheduler()) {
+async function registry(scheduler = new SessionScheduler(), callbacks?: SessionCallbacks) {
   const store = createMemoryStore({ instance: 'registry' });
   await store.start();
   const parsed = validate(BACKEND);
@@ -41,9 +41,10 @@ async function registry(scheduler = new SessionScheduler()) {
     clock: new SimulatedClock(),
     scheduler,
     logger: pino({ level: 'silent' }),
+    ...(callbacks && { callbacks }),
   });
   // What the server reports is carried out in order, in this turn or, once its slice is spent, in later ones.
-  return { sessions, views: new SessionViews(sessions, 'registry'), settled: () => scheduler.settled('requests'), close: () => store.close() };
+  return { sessions, store, views: new SessionViews(sessions, 'registry'), settled: () => scheduler.settled('requests'), close: () => store.close() };
 }
 
 const NODE = 'default.backend-1';
@@ -163,6 +164,25 @@ describe('a session whose step throws', () => {
     await settled();
     expect(healthy.sent.map((response) => response.typeUrl)).toEqual([CLUSTER]);
     expect(sessions.counts()).toMatchObject({ serving: 1 });
+    await close();
+  });
+});
+
+describe('a serving node whose configuration can no longer be generated', () => {
+  it('is ended with NOT_FOUND when its dataplane goes, and its story records the failure with its reason', async () => {
+    const moves: TransitionRecord[] = [];
+    const { sessions, store, settled, close } = await registry(new SessionScheduler(), { onTransition: (_node, record) => moves.push(record) });
+    const sink = new RecordingSink();
+    sessions.open(stream('s'), sink, NODE, first);
+    await settled();
+    expect(sessions.session(NODE)?.at).toBe('serving');
+
+    await store.delete({ type: 'Dataplane', mesh: 'default', name: 'backend-1' });
+    sessions.advance(store.projection.revision);
+    await settled();
+    expect(sink.ended?.code).toBe('NOT_FOUND');
+    expect(sessions.size).toBe(0);
+    expect(moves.at(-1)).toMatchObject({ event: 'snapshot.failed', from: 'serving', to: 'evicted', detail: { code: 'CHANCERY_MESH_DATAPLANE_NOT_FOUND' } });
     await close();
   });
 });
