@@ -13,7 +13,6 @@ import {
   type SessionIntent,
   type SessionMachine,
   type SessionState,
-  type SessionStateId,
   type SessionView,
   type StreamInfo,
   type TypedRequest,
@@ -27,8 +26,6 @@ import { LiveSession, type Session, type SessionKeeper } from './live-session.js
 import { SessionStory } from './session-story.js';
 
 type Clock = NonNullable<ActorOptions<SessionMachine>['clock']>;
-
-/** `T` with the properties `K` writable: what only the registry changes of a session. */
 
 /** What the scheduler does with a batch of one closure. */
 const run = (work: () => void) => work();
