@@ -327,10 +327,9 @@ export class SessionRegistry implements SessionGateway {
 
   /** Has the store read the log to its end, then tells the session, in slices: a storm of arrivals shares one read. */
   #catchUp(session: Session, streamId: string): void {
-    const tell = (event: SessionEvent) => this.#tell([session], event);
     this.#options.catchUp().then(
-      () => tell({ type: 'store.caughtUp', at: this.#options.now(), streamId }),
-      (error: unknown) => tell({ type: 'store.catchUpFailed', at: this.#options.now(), streamId, reason: error instanceof Error ? error.message : String(error) }),
+      () => this.#tell([session], { type: 'store.caughtUp', at: this.#options.now(), streamId }),
+      (error: unknown) => this.#tell([session], { type: 'store.catchUpFailed', at: this.#options.now(), streamId, reason: error instanceof Error ? error.message : String(error) }),
     );
   }
 

@@ -166,7 +166,6 @@ export class DeltaLedger implements Ledger {
 
   status(): Record<string, TypeStatus> {
     const out: Record<string, TypeStatus> = {};
-    const iso = (at: number) => new Date(at).toISOString();
     for (const [typeUrl, type] of this.#types) {
       out[SHORT_NAME[typeUrl]] = {
         typeUrl,
@@ -272,4 +271,8 @@ function byName(a: EncodedResource, b: EncodedResource): number {
 function deltaRequest(request: StreamRequest & { readonly typeUrl: TypeUrl }): DeltaRequest & { readonly typeUrl: TypeUrl } {
   if (request.protocol !== 'delta') throw new Error(`a ${request.protocol} request reached a Delta ledger`);
   return request;
+}
+
+function iso(at: number): string {
+  return new Date(at).toISOString();
 }

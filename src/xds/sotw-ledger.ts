@@ -56,15 +56,17 @@ export class SotwLedger implements Ledger {
     const resendOwed = before.resendOwed || (subscription.key !== before.subscription.key && before.sent !== undefined);
     const nonce = request.responseNonce;
     const { sent } = before;
-    const type = (change: Partial<TypeLedger>) => this.#with(request.typeUrl, typeLedger({ ...before, subscription, resendOwed, ...change }));
-    if (nonce !== '' && sent && nonce !== sent.nonce) return { ledger: type({}), outcome: { kind: 'stale', nonce } };
-    if (nonce === '' || !sent) return { ledger: type({}), outcome: { kind: 'request' } };
+    const type: TypeLedger = { ...before, subscription, resendOwed };
+    if (nonce !== '' && sent && nonce !== sent.nonce) return { ledger: this.#with(request.typeUrl, type), outcome: { kind: 'stale', nonce } };
+    if (nonce === '' || !sent) return { ledger: this.#with(request.typeUrl, type), outcome: { kind: 'request' } };
     if (request.errorDetail) {
       // The rejected version is the one sent with this nonce; version_info is the client's last good one.
       const { message } = request.errorDetail;
-      return { ledger: type({ nacked: { version: sent.version, nonce, message, at: now } }), outcome: { kind: 'nack', version: sent.version, nonce, message } };
+      const nacked = { version: sent.version, nonce, message, at: now };
+      return { ledger: this.#with(request.typeUrl, { ...type, nacked }), outcome: { kind: 'nack', version: sent.version, nonce, message } };
     }
-    return { ledger: type({ acked: { version: request.versionInfo, nonce, at: now } }), outcome: { kind: 'ack', version: request.versionInfo, nonce } };
+    const acked = { version: request.versionInfo, nonce, at: now };
+    return { ledger: this.#with(request.typeUrl, { ...type, acked }), outcome: { kind: 'ack', version: request.versionInfo, nonce } };
   }
 
   /** See `Ledger.respond`; in SotW, a resend of any name re-sends the whole response. */
@@ -90,7 +92,7 @@ export class SotwLedger implements Ledger {
       // An empty version_info holds nothing, even when what is owed is an empty set.
       const held = type.heldVersion !== '' && type.heldVersion === version;
       if (!type.sent && subscription.wildcard && subscription.names.size === 0 && held) {
-        return { ledger: this.#with(typeUrl, typeLedger({ ...type, sent: { version, nonce: '', resources, at: now } })) };
+        return { ledger: this.#with(typeUrl, { ...type, sent: { version, nonce: '', resources, at: now } }) };
       }
     }
     const nonce = String(this.#nonce + 1);
@@ -128,7 +130,6 @@ export class SotwLedger implements Ledger {
     for (const [slot, type] of this.#types.entries()) {
       if (type === undefined) continue;
       const typeUrl = PUSH_ORDER[slot]!;
-      const iso = (at: number) => new Date(at).toISOString();
       out[SHORT_NAME[typeUrl]] = {
         typeUrl,
         subscription: { wildcard: type.subscription.wildcard, names: [...type.subscription.names].sort() },
@@ -144,8 +145,9 @@ export class SotwLedger implements Ledger {
     return out;
   }
 
+  /** This ledger with `type` as the type's record, in the records' one shape. */
   #with(typeUrl: TypeUrl, type: TypeLedger): SotwLedger {
-    return new SotwLedger(this.streamId, this.#nonce, withType(this.#types, typeUrl, type));
+    return new SotwLedger(this.streamId, this.#nonce, withType(this.#types, typeUrl, typeLedger(type)));
   }
 }
 
@@ -169,4 +171,8 @@ function withType(types: TypeSlots, typeUrl: TypeUrl, type: TypeLedger): TypeSlo
 function sotwRequest(request: StreamRequest & { readonly typeUrl: TypeUrl }): XdsRequest & { readonly typeUrl: TypeUrl } {
   if (request.protocol !== 'sotw') throw new Error(`a ${request.protocol} request reached a SotW ledger`);
   return request;
+}
+
+function iso(at: number): string {
+  return new Date(at).toISOString();
 }

@@ -16,8 +16,8 @@ import { ADS_SERVICE, CSDS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from 
 import { malformedRequest, refuseRequest, type XdsLimits } from './request-limits.js';
 import { RequestRate } from './request-rate.js';
 import { ResponseEncoder } from './response-encoder.js';
-import { ADMIT_ALL, type RefusedStream, type StreamAdmission, type StreamAuthentication } from './stream-admission.js';
-import { StreamGate, type ExpiryClock, type TypedRequest } from './stream-gate.js';
+import { ADMIT_ALL, type RefusedStream, type Refusal, type StreamAdmission, type StreamAuthentication } from './stream-admission.js';
+import { StreamGate, type ExpiryClock, type GateOutcomes, type TypedRequest } from './stream-gate.js';
 import { StreamWriter, type EndStatus, type StreamSink } from './stream-writer.js';
 import { isTypeUrl, PUSH_ORDER } from './type-urls.js';
 import { decodeDeltaRequest, decodeRequest, type Protocol, type WireRequest } from './xds-request.js';
@@ -96,11 +96,21 @@ export class XdsServer {
   readonly #gates = new Set<StreamGate>();
   readonly #connections: ConnectionStreams;
   readonly #listeners: GrpcListener[] = [];
+  /** What every stream this server serves needs of it. */
+  readonly #host: StreamHost;
   #streams = 0;
   #draining = false;
 
   constructor(options: XdsServerOptions) {
     this.#options = options;
+    this.#host = {
+      options,
+      forget: (stream) => {
+        this.#open.delete(stream.writer);
+        this.#gates.delete(stream.gate);
+        this.#connections.close(stream.peer);
+      },
+    };
     this.#connections = new ConnectionStreams(options.limits.maxStreamsPerConnection);
     const age = options.maxConnectionAge;
     this.#server = new Server({
@@ -208,8 +218,8 @@ export class XdsServer {
   }
 
   #serve(call: ServerDuplexStream<WireRequest, Uint8Array>, protocol: Protocol): void {
-    const { gateway, instanceId, logger, now, limits, admission = ADMIT_ALL, clock = SYSTEM_CLOCK } = this.#options;
-    const streamId = `${instanceId}/${++this.#streams}`;
+    const { instanceId, limits } = this.#options;
+    const id = `${instanceId}/${++this.#streams}`;
     const peer = call.getPeer();
     const writer = new StreamWriter(call, this.#encoder);
     if (this.#draining) {
@@ -220,76 +230,18 @@ export class XdsServer {
       writer.end({ code: 'RESOURCE_EXHAUSTED', message: `this connection has ${limits.maxStreamsPerConnection} streams open, the most one connection may have` });
       return;
     }
+    const stream = new ServedStream(call, { id, peer, protocol }, writer, this.#ageLimit(writer), this.#host);
     this.#open.add(writer);
-    const aged = this.#ageLimit(writer);
-    const rate = new RequestRate(limits.maxRequestsPerSecond, now());
-    /** The node the session was told of, once admitted: it is told when the stream closes too. */
-    let served: string | undefined;
-    const close = (reason: string) => {
-      if (!this.#open.delete(writer)) return;
-      this.#connections.close(peer);
-      if (aged) clearTimeout(aged);
-      gate.shut();
-      this.#gates.delete(gate);
-      writer.closed();
-      if (served !== undefined) gateway.close(served, streamId, reason);
-    };
-    const gate: StreamGate = new StreamGate({
-      admission,
-      protocol,
-      clock,
-      now,
-      // Read once, when the stream opens (as Kuma does): gRPC metadata cannot change later, and
-      // Node's HTTP/2 takes a single authorization header.
-      authorization: call.metadata.get('authorization').map(String)[0],
-      outcomes: {
-        admitted: (node, authentication, first) => {
-          served = node;
-          logger.debug({ node, stream: streamId, peer, protocol, typeUrl: first.typeUrl, by: authentication.by }, 'stream opened');
-          gateway.open({ id: streamId, peer, openedAt: now(), protocol, authentication }, writer, node, first);
-        },
-        request: (node, request) => {
-          const kind = request.errorDetail ? 'xds.nacked' : request.responseNonce !== '' ? 'xds.acked' : 'xds.requested';
-          gateway.request(node, streamId, kind, request);
-        },
-        refused: (node, refusal) => {
-          logger.warn({ node, stream: streamId, peer, protocol, code: refusal.code, reason: refusal.reason }, `stream refused: ${refusal.message}`);
-          this.#options.onRefused?.({ ...refusal, at: new Date(now()).toISOString(), node, peer, protocol });
-          writer.end({ code: refusal.code, message: `${refusal.message} (node ${node})` });
-          close(`refused: ${refusal.reason}`);
-        },
-        invalid: (status, reason) => end(status, reason),
-      },
-    });
-    this.#gates.add(gate);
-
-    const end = (status: EndStatus, reason: string) => {
-      writer.end(status);
-      close(reason);
-    };
-    call.on('data', (wire: WireRequest) => {
-      // A stream that was ended is not read: its status is on its way.
-      if (!this.#open.has(writer)) return;
-      if (!wire.ok) return end(malformedRequest(wire.reason, protocol), 'malformed request');
-      if (!rate.take(now())) return end({ code: 'RESOURCE_EXHAUSTED', message: `more than ${limits.maxRequestsPerSecond} requests in a second on this stream` }, 'request rate');
-      const { request } = wire;
-      const node = gate.node;
-      const refusal = refuseRequest(request, wire.nodeMetadata, node === undefined, limits);
-      if (refusal !== undefined) return end(refusal, 'request over a limit');
-      if (!isTypeUrl(request.typeUrl)) {
-        const message = `type URL ${excerpt(request.typeUrl, 160)} is not served by Chancery${node ? ` (node ${node})` : ''}; it serves ${PUSH_ORDER.join(', ')}`;
-        return end({ code: 'INVALID_ARGUMENT', message }, 'unsupported type URL');
-      }
-      gate.receive(request as TypedRequest);
-    });
+    this.#gates.add(stream.gate);
+    call.on('data', (wire: WireRequest) => stream.read(wire));
     call.on('end', () => {
-      close('client closed the stream');
+      stream.close('client closed the stream');
       call.end();
     });
-    call.on('cancelled', () => close('stream cancelled'));
+    call.on('cancelled', () => stream.close('stream cancelled'));
     // A status this server ends the stream with arrives here too, as `details`.
-    call.on('error', (error: Error & { details?: string }) => close(`stream ended: ${error.details ?? error.message}`));
-    call.on('close', () => close('stream closed'));
+    call.on('error', (error: Error & { details?: string }) => stream.close(`stream ended: ${error.details ?? error.message}`));
+    call.on('close', () => stream.close('stream closed'));
   }
 
   /** A CSDS answer, or the INVALID_ARGUMENT status for a request it cannot answer as asked. */
@@ -313,5 +265,119 @@ export class XdsServer {
     );
     timer.unref();
     return timer;
+  }
+}
+
+/** What a served stream needs of the server that accepted it: one object for all its streams. */
+interface StreamHost {
+  readonly options: XdsServerOptions;
+  /** The stream ended: the server no longer counts it, its gate or its connection's stream. */
+  forget(stream: ServedStream): void;
+}
+
+/**
+ * One ADS stream, from its first message to its end: it checks each request against the limits,
+ * hands it to the stream's gate, and tells the gateway what the gate lets through. A class: the
+ * gate's outcomes are its methods, not a closure each per stream (under tsx, which keeps every
+ * named function's name, each closure also cost a property of its own).
+ */
+class ServedStream implements GateOutcomes {
+  readonly gate: StreamGate;
+  readonly peer: string;
+  readonly #id: string;
+  readonly #protocol: Protocol;
+  readonly #aged: NodeJS.Timeout | undefined;
+  readonly #rate: RequestRate;
+  readonly #host: StreamHost;
+  /** The node the session was told of, once admitted: it is told when the stream closes too. */
+  #served: string | undefined;
+  #closed = false;
+
+  constructor(
+    call: ServerDuplexStream<WireRequest, Uint8Array>,
+    stream: { readonly id: string; readonly peer: string; readonly protocol: Protocol },
+    readonly writer: StreamWriter,
+    aged: NodeJS.Timeout | undefined,
+    host: StreamHost,
+  ) {
+    const { admission = ADMIT_ALL, clock = SYSTEM_CLOCK, now, limits } = host.options;
+    this.#id = stream.id;
+    this.peer = stream.peer;
+    this.#protocol = stream.protocol;
+    this.#aged = aged;
+    this.#host = host;
+    this.#rate = new RequestRate(limits.maxRequestsPerSecond, now());
+    this.gate = new StreamGate({
+      admission,
+      protocol: stream.protocol,
+      clock,
+      now,
+      // Read once, when the stream opens (as Kuma does): gRPC metadata cannot change later, and
+      // Node's HTTP/2 takes a single authorization header.
+      authorization: call.metadata.get('authorization').map(String)[0],
+      outcomes: this,
+    });
+  }
+
+  /** A message read off the stream. */
+  read(wire: WireRequest): void {
+    // A stream that was ended is not read: its status is on its way.
+    if (this.#closed) return;
+    const { limits, now } = this.#host.options;
+    if (!wire.ok) return this.#end(malformedRequest(wire.reason, this.#protocol), 'malformed request');
+    if (!this.#rate.take(now())) return this.#end({ code: 'RESOURCE_EXHAUSTED', message: `more than ${limits.maxRequestsPerSecond} requests in a second on this stream` }, 'request rate');
+    const { request } = wire;
+    const node = this.gate.node;
+    const refusal = refuseRequest(request, wire.nodeMetadata, node === undefined, limits);
+    if (refusal !== undefined) return this.#end(refusal, 'request over a limit');
+    if (!isTypeUrl(request.typeUrl)) {
+      const message = `type URL ${excerpt(request.typeUrl, 160)} is not served by Chancery${node ? ` (node ${node})` : ''}; it serves ${PUSH_ORDER.join(', ')}`;
+      return this.#end({ code: 'INVALID_ARGUMENT', message }, 'unsupported type URL');
+    }
+    this.gate.receive(request as TypedRequest);
+  }
+
+  admitted(node: string, authentication: StreamAuthentication, first: TypedRequest): void {
+    const { logger, gateway, now } = this.#host.options;
+    const { peer } = this;
+    const [id, protocol] = [this.#id, this.#protocol];
+    this.#served = node;
+    logger.debug({ node, stream: id, peer, protocol, typeUrl: first.typeUrl, by: authentication.by }, 'stream opened');
+    gateway.open({ id, peer, openedAt: now(), protocol, authentication }, this.writer, node, first);
+  }
+
+  request(node: string, request: TypedRequest): void {
+    const kind = request.errorDetail ? 'xds.nacked' : request.responseNonce !== '' ? 'xds.acked' : 'xds.requested';
+    this.#host.options.gateway.request(node, this.#id, kind, request);
+  }
+
+  refused(node: string, refusal: Refusal): void {
+    const { logger, onRefused, now } = this.#host.options;
+    const { peer } = this;
+    const [stream, protocol] = [this.#id, this.#protocol];
+    logger.warn({ node, stream, peer, protocol, code: refusal.code, reason: refusal.reason }, `stream refused: ${refusal.message}`);
+    onRefused?.({ ...refusal, at: new Date(now()).toISOString(), node, peer, protocol });
+    this.writer.end({ code: refusal.code, message: `${refusal.message} (node ${node})` });
+    this.close(`refused: ${refusal.reason}`);
+  }
+
+  invalid(status: EndStatus, reason: string): void {
+    this.#end(status, reason);
+  }
+
+  /** The stream ended, for `reason`: its gate shuts, its writer writes no more, and its session is told. */
+  close(reason: string): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#aged) clearTimeout(this.#aged);
+    this.gate.shut();
+    this.writer.closed();
+    this.#host.forget(this);
+    if (this.#served !== undefined) this.#host.options.gateway.close(this.#served, this.#id, reason);
+  }
+
+  #end(status: EndStatus, reason: string): void {
+    this.writer.end(status);
+    this.close(reason);
   }
 }
