@@ -173,9 +173,10 @@ class ChanceryControlPlane implements ControlPlane {
       evictionGrace: this.#evictionGrace,
       generate: (node) => {
         const started = performance.now();
-        const result = generate(node, this.store.projection);
+        const { projection } = this.store;
+        const result = generate(node, projection);
         metrics.generated((performance.now() - started) / 1000);
-        return result.ok ? result : { ok: false, error: { code: result.error.code, message: result.error.message } };
+        return result.ok ? result : { ok: false, revision: projection.revision, error: { code: result.error.code, message: result.error.message } };
       },
       revision: () => this.store.projection.revision,
       now,

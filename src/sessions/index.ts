@@ -1,6 +1,6 @@
 export { combineCallbacks, type FollowUpKind, type SessionCallbacks } from './session-callbacks.js';
 export type { Session } from './live-session.js';
-export { SessionRegistry, type GenerationResult, type SessionRegistryOptions } from './session-registry.js';
+export { SessionRegistry, type SessionRegistryOptions } from './session-registry.js';
 export { SessionScheduler, type Lane, type SessionSchedulerOptions } from './session-scheduler.js';
 export { SessionViews, type LastSent, type SessionPage, type SessionSummary } from './session-views.js';
 export { SessionWatch, type SessionListener } from './session-watch.js';

@@ -19,7 +19,7 @@ import {
 } from '../machines/index.js';
 import { compareText } from '../compare-text.js';
 import { sortedIndex } from '../sorted-index.js';
-import type { SessionGateway, Snapshot, StreamSink } from '../xds/index.js';
+import type { SessionGateway, StreamSink } from '../xds/index.js';
 import type { FollowUpKind, SessionCallbacks } from './session-callbacks.js';
 import type { SessionScheduler } from './session-scheduler.js';
 import { LiveSession, type Session, type SessionKeeper } from './live-session.js';
@@ -36,16 +36,12 @@ const DRAIN_STEP = 100;
 /** Sessions in this step retry on every watchdog tick (a catch-up the store could not serve). */
 const RETRIES_ON_TICK = 'retries-on-tick';
 
-export type GenerationResult =
-  | { readonly ok: true; readonly snapshot: Snapshot }
-  | { readonly ok: false; readonly error: { readonly code: string; readonly message: string } };
-
 export interface SessionRegistryOptions {
   readonly instanceId: string;
   /** ms a disconnected session waits for its node before eviction. */
   readonly evictionGrace: number;
-  /** Generates the node's snapshot from the store's current projection. */
-  readonly generate: (node: string) => GenerationResult;
+  /** Generates the node's snapshot from the store's current projection: what a session asks for, and what a store change carries. */
+  readonly generate: Generate;
   /** The store's current revision. */
   readonly revision: () => number;
   /**
@@ -188,7 +184,7 @@ export class SessionRegistry implements SessionGateway {
    * (bench/sessions.bench.ts).
    */
   advance(revision: number): void {
-    this.#tell([...this.#sessions.values()], { type: 'store.advanced', at: this.#options.now(), revision, generate: this.#generation });
+    this.#tell([...this.#sessions.values()], { type: 'store.advanced', at: this.#options.now(), revision, generate: this.#options.generate });
   }
 
   /** The watchdog's safety net: sessions behind the store regenerate, and catch-ups the store failed are tried again. */
@@ -209,7 +205,7 @@ export class SessionRegistry implements SessionGateway {
     }
     // One line a tick, not one a node: the store's own failure is logged where it happens.
     if (retrying > 0) this.#log.warn({ nodes: retrying }, 'nodes arriving with configuration still wait for the store to be read; trying again');
-    this.#tell(due, { type: 'watchdog.ticked', at: this.#options.now(), revision, generate: this.#generation });
+    this.#tell(due, { type: 'watchdog.ticked', at: this.#options.now(), revision, generate: this.#options.generate });
   }
 
   /** Ends every stream with UNAVAILABLE and evicts every session, at once. */
@@ -313,14 +309,8 @@ export class SessionRegistry implements SessionGateway {
     }
   }
 
-  /** A node's configuration from the store's current projection: what a session asks for, and what a store change carries. */
-  readonly #generation: Generate = (node) => {
-    const result = this.#options.generate(node);
-    return result.ok ? result : { ok: false, revision: this.#options.revision(), error: result.error };
-  };
-
   #generate(session: Session): void {
-    const generation = this.#generation(session.node);
+    const generation = this.#options.generate(session.node);
     const at = this.#options.now();
     session.send(generation.ok ? { type: 'snapshot.generated', at, snapshot: generation.snapshot } : { type: 'snapshot.failed', at, revision: generation.revision, error: generation.error });
   }

@@ -33,7 +33,7 @@ async function registry(scheduler = new SessionScheduler(), callbacks?: SessionC
     evictionGrace: 10_000,
     generate: (node) => {
       const result = generate(node, store.projection);
-      return result.ok ? result : { ok: false, error: { code: result.error.code, message: result.error.message } };
+      return result.ok ? result : { ok: false, revision: store.projection.revision, error: { code: result.error.code, message: result.error.message } };
     },
     revision: () => store.projection.revision,
     catchUp: () => store.refresh(),
