@@ -1,4 +1,5 @@
 import type { EncodedResource } from './encode.js';
+import { isoTime } from './iso-time.js';
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
 import { assertSealed, type Snapshot, type TypeSnapshot } from './snapshot.js';
 import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
@@ -170,9 +171,9 @@ export class DeltaLedger implements Ledger {
       out[SHORT_NAME[typeUrl]] = {
         typeUrl,
         subscription: { wildcard: type.wildcard, names: [...type.names].sort() },
-        ...(type.sent && { sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources, at: iso(type.sent.at) } }),
-        ...(type.acked && { acked: { version: type.acked.version, nonce: type.acked.nonce, at: iso(type.acked.at) } }),
-        ...(type.nacked && { nacked: { version: type.nacked.version, nonce: type.nacked.nonce, message: type.nacked.message, at: iso(type.nacked.at) } }),
+        ...(type.sent && { sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources, at: isoTime(type.sent.at) } }),
+        ...(type.acked && { acked: { version: type.acked.version, nonce: type.acked.nonce, at: isoTime(type.acked.at) } }),
+        ...(type.nacked && { nacked: { version: type.nacked.version, nonce: type.nacked.nonce, message: type.nacked.message, at: isoTime(type.nacked.at) } }),
         held: Object.fromEntries([...type.held].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, holds]) => [name, heldVersion(holds)])),
       };
     }
@@ -271,8 +272,4 @@ function byName(a: EncodedResource, b: EncodedResource): number {
 function deltaRequest(request: StreamRequest & { readonly typeUrl: TypeUrl }): DeltaRequest & { readonly typeUrl: TypeUrl } {
   if (request.protocol !== 'delta') throw new Error(`a ${request.protocol} request reached a Delta ledger`);
   return request;
-}
-
-function iso(at: number): string {
-  return new Date(at).toISOString();
 }

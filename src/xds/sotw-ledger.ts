@@ -1,4 +1,5 @@
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
+import { isoTime } from './iso-time.js';
 import { assertSealed, type Snapshot } from './snapshot.js';
 import { selectResources } from './select-resources.js';
 import { Subscription } from './subscription.js';
@@ -134,11 +135,11 @@ export class SotwLedger implements Ledger {
         typeUrl,
         subscription: { wildcard: type.subscription.wildcard, names: [...type.subscription.names].sort() },
         ...(type.sent && {
-          sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources.length, at: iso(type.sent.at) },
+          sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources.length, at: isoTime(type.sent.at) },
         }),
-        ...(type.acked && { acked: { version: type.acked.version, nonce: type.acked.nonce, at: iso(type.acked.at) } }),
+        ...(type.acked && { acked: { version: type.acked.version, nonce: type.acked.nonce, at: isoTime(type.acked.at) } }),
         ...(type.nacked && {
-          nacked: { version: type.nacked.version, nonce: type.nacked.nonce, message: type.nacked.message, at: iso(type.nacked.at) },
+          nacked: { version: type.nacked.version, nonce: type.nacked.nonce, message: type.nacked.message, at: isoTime(type.nacked.at) },
         }),
       };
     }
@@ -171,8 +172,4 @@ function withType(types: TypeSlots, typeUrl: TypeUrl, type: TypeLedger): TypeSlo
 function sotwRequest(request: StreamRequest & { readonly typeUrl: TypeUrl }): XdsRequest & { readonly typeUrl: TypeUrl } {
   if (request.protocol !== 'sotw') throw new Error(`a ${request.protocol} request reached a SotW ledger`);
   return request;
-}
-
-function iso(at: number): string {
-  return new Date(at).toISOString();
 }
