@@ -24,7 +24,6 @@ interface SessionQuery {
   readonly offset: number;
 }
 
-
 /**
  * This instance's sessions (DESIGN §7): `GET /sessions` as `{ items, total, counts, refused }` sorted by
  * node, or with `?scope=fleet` those of every live instance sharing the store (sorted by node,

@@ -340,7 +340,8 @@ class ServedStream implements GateOutcomes {
   admitted(node: string, authentication: StreamAuthentication, first: TypedRequest): void {
     const { logger, gateway, now } = this.#host.options;
     const { peer } = this;
-    const [id, protocol] = [this.#id, this.#protocol];
+    const id = this.#id;
+    const protocol = this.#protocol;
     this.#served = node;
     logger.debug({ node, stream: id, peer, protocol, typeUrl: first.typeUrl, by: authentication.by }, 'stream opened');
     gateway.open({ id, peer, openedAt: now(), protocol, authentication }, this.writer, node, first);
@@ -354,8 +355,8 @@ class ServedStream implements GateOutcomes {
   refused(node: string, refusal: Refusal): void {
     const { logger, onRefused, now } = this.#host.options;
     const { peer } = this;
-    const [stream, protocol] = [this.#id, this.#protocol];
-    logger.warn({ node, stream, peer, protocol, code: refusal.code, reason: refusal.reason }, `stream refused: ${refusal.message}`);
+    const protocol = this.#protocol;
+    logger.warn({ node, stream: this.#id, peer, protocol, code: refusal.code, reason: refusal.reason }, `stream refused: ${refusal.message}`);
     onRefused?.({ ...refusal, at: new Date(now()).toISOString(), node, peer, protocol });
     this.writer.end({ code: refusal.code, message: `${refusal.message} (node ${node})` });
     this.close(`refused: ${refusal.reason}`);
