@@ -196,6 +196,29 @@ describe('the session scheduler', () => {
     expect(driven.scheduler.busy).toBe(false);
   });
 
+  it('runs thousands of one-request batches in order over many turns, with more arriving as they drain', () => {
+    const driven = handDriven(8);
+    const tick = driven.cost(1);
+    const done: number[] = [];
+    const request = (n: number) =>
+      driven.scheduler.schedule(
+        [n],
+        (item) => {
+          done.push(item);
+          tick();
+        },
+        'requests',
+      );
+    for (let n = 0; n < 3_000; n++) request(n);
+    // A storm's later requests arrive while the first thousands are still being worked through.
+    let next = 3_000;
+    while (driven.turn()) {
+      if (next < 6_000) for (const end = next + 500; next < end; next++) request(next);
+    }
+    expect(done).toEqual(Array.from({ length: 6_000 }, (_, n) => n));
+    expect(driven.scheduler.busy).toBe(false);
+  });
+
   it('ignores an empty batch', () => {
     const driven = handDriven();
     driven.scheduler.schedule(
