@@ -19,17 +19,28 @@ const RESOURCE_VERSION = 1;
 const RESOURCE_RESOURCE = 2;
 const RESOURCE_NAME = 3;
 
+/** The last SotW body of a type: its fields but the nonce and the control plane, once a second response repeats it. */
+interface SotwBody {
+  readonly resources: readonly EncodedResource[];
+  readonly version: string;
+  bytes: Buffer | undefined;
+}
+
 /**
  * Encodes DiscoveryResponses and DeltaDiscoveryResponses by hand around the resources' shared
  * `Any` bytes (I6: encode once); a Delta `Resource` (name, version, the resource) is cached per
- * resource. A response is one allocation (`encodeFields`). Nothing per node is kept: a node's
- * own listeners and clusters are sent rarely, and a cached copy would live as long as the session.
+ * resource. A response is one allocation (`encodeFields`). A SotW response that repeats the
+ * previous one of its type but for the nonce (a change fanned out: 10,000 nodes sent the same
+ * ClusterLoadAssignments, one after another) is the body encoded once, copied, and the nonce.
+ * Nothing per node is kept: a node's own listeners and clusters are sent rarely, and a cached
+ * copy would live as long as the session; one body per type is kept, not one per set of resources.
  */
 export class ResponseEncoder {
   readonly #controlPlane: Buffer;
   readonly #deltaControlPlane: Buffer;
   readonly #typeUrls = new Map<string, Buffer>();
   readonly #deltaResources = new WeakMap<EncodedResource, Buffer>();
+  readonly #sotwBodies = new Map<string, SotwBody>();
 
   /** `identifier` goes into `control_plane.identifier`, naming the instance that answered. */
   constructor(identifier: string) {
@@ -43,13 +54,31 @@ export class ResponseEncoder {
   }
 
   #sotw(response: SotwResponse): FieldPart[] {
+    const nonce = { field: NONCE, text: response.nonce };
+    const body = this.#sotwBody(response);
+    if (body !== undefined) return [body, nonce, this.#controlPlane];
+    return [...this.#sotwFields(response), nonce, this.#controlPlane];
+  }
+
+  /** The fields before the nonce, in field order: version, resources, type URL. */
+  #sotwFields({ version, resources, typeUrl }: SotwResponse): FieldPart[] {
     return [
-      { field: VERSION_INFO, text: response.version },
-      ...response.resources.map((resource) => ({ field: RESOURCES, bytes: resource.any })),
-      this.#typeUrl(TYPE_URL, response.typeUrl),
-      { field: NONCE, text: response.nonce },
-      this.#controlPlane,
+      { field: VERSION_INFO, text: version },
+      ...resources.map((resource) => ({ field: RESOURCES, bytes: resource.any })),
+      this.#typeUrl(TYPE_URL, typeUrl),
     ];
+  }
+
+  /** The body of `response` encoded, when the type's previous response had the same resources and version. */
+  #sotwBody(response: SotwResponse): Buffer | undefined {
+    const { typeUrl, resources, version } = response;
+    const last = this.#sotwBodies.get(typeUrl);
+    if (last === undefined || last.resources !== resources || last.version !== version) {
+      this.#sotwBodies.set(typeUrl, { resources, version, bytes: undefined });
+      return undefined;
+    }
+    last.bytes ??= encodeFields(this.#sotwFields(response));
+    return last.bytes;
   }
 
   #delta(response: DeltaResponse): FieldPart[] {

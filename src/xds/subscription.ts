@@ -16,6 +16,12 @@ export class Subscription {
   readonly #legacyWildcard: boolean;
   /** The names of the request it was made from, as sent; none before the first request. */
   readonly #requested: readonly string[] | undefined;
+  /**
+   * The last update made from this subscription, which streams share: in a storm every node's
+   * first requests name the same resources from the same `none`, and each would otherwise sort,
+   * join and look up the same names.
+   */
+  #lastUpdate: { readonly names: readonly string[]; readonly result: Subscription } | undefined;
 
   private constructor(
     readonly typeUrl: TypeUrl,
@@ -33,8 +39,16 @@ export class Subscription {
 
   /** Nothing requested yet on the stream. */
   static none(typeUrl: TypeUrl): Subscription {
-    return Subscription.#of(typeUrl, false, new Set(), '\n', FULL_STATE.has(typeUrl), undefined);
+    let none = Subscription.#none.get(typeUrl);
+    if (none === undefined) {
+      none = Subscription.#of(typeUrl, false, new Set(), '\n', FULL_STATE.has(typeUrl), undefined);
+      Subscription.#none.set(typeUrl, none);
+    }
+    return none;
   }
+
+  /** Every stream's first request of a type starts from this type's one `none`, kept, not looked up. */
+  static readonly #none = new Map<TypeUrl, Subscription>();
 
   /**
    * The subscription with these fields: one object for every stream subscribed alike (a fleet's
@@ -54,6 +68,14 @@ export class Subscription {
     // An update is idempotent, and an ACK repeats the names of the request before it, in the
     // same order: known without building a set (every node ACKs every change).
     if (this.#requested !== undefined && sameList(resourceNames, this.#requested)) return this;
+    const last = this.#lastUpdate;
+    if (last !== undefined && sameList(resourceNames, last.names)) return last.result;
+    const result = this.#updated(resourceNames);
+    this.#lastUpdate = { names: resourceNames, result };
+    return result;
+  }
+
+  #updated(resourceNames: readonly string[]): Subscription {
     if (resourceNames.length === 0) {
       const wildcard = this.#legacyWildcard;
       if (wildcard === this.wildcard && this.names.size === 0) return this;

@@ -56,6 +56,36 @@ describe('ResponseEncoder', () => {
     expect(first.buffer === second.buffer && first.byteOffset === second.byteOffset).toBe(false);
   });
 
+  it('writes the same bytes for a response repeating the previous one of its type as for one encoded alone, each with its nonce', () => {
+    const encoder = new ResponseEncoder('cp');
+    const alone = (response: Parameters<ResponseEncoder['encode']>[0]) => new ResponseEncoder('cp').encode(response);
+    const fanned = [small, medium];
+    const other = [large];
+    // A change fanned out: the same resources and version, node after node, another type between.
+    const responses = [
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '1', nonce: '7', resources: fanned },
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '1', nonce: '12', resources: fanned },
+      { protocol: 'sotw' as const, typeUrl: CLUSTER, version: 'c', nonce: '3', resources: other },
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '1', nonce: '8', resources: fanned },
+      // The same resources at another version, then another set at the old version: neither is the body before.
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '2', nonce: '9', resources: fanned },
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '2', nonce: '10', resources: fanned },
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '2', nonce: '11', resources: other },
+    ];
+    const written = responses.map((response) => encoder.encode(response));
+    expect(written).toEqual(responses.map(alone));
+    const read = (bytes: Buffer) => DiscoveryResponse().toObject(DiscoveryResponse().decode(bytes)) as Record<string, any>;
+    expect(written.map((bytes) => [read(bytes).version_info, read(bytes).nonce, read(bytes).resources.length])).toEqual([
+      ['1', '7', 2],
+      ['1', '12', 2],
+      ['c', '3', 1],
+      ['1', '8', 2],
+      ['2', '9', 2],
+      ['2', '10', 2],
+      ['2', '11', 1],
+    ]);
+  });
+
   it('writes a DeltaDiscoveryResponse with each resource named and versioned, and the removed names', () => {
     const encoder = new ResponseEncoder('cp');
     const cluster = encodeResource(CLUSTER, 'ü-cluster', { name: 'ü-cluster', type: 'EDS', eds_cluster_config: { eds_config: { ads: {} } } });

@@ -51,6 +51,32 @@ describe('Subscription: streams subscribed alike share one subscription', () => 
     expect(names(other!)).toEqual({ wildcard: false, names: ['a', 'c'] });
   });
 
+  it('answers each stream updating the one shared subscription for its own list, whichever stream came before', () => {
+    const none = Subscription.none(ENDPOINT);
+    expect(Subscription.none(ENDPOINT)).toBe(none);
+    const lists = [['a', 'b'], ['c'], ['a', 'b'], [], ['b', 'a'], ['c', 'c'], ['a', 'b']];
+    const updated = lists.map((list) => none.update(list));
+    expect(updated.map(names)).toEqual([
+      { wildcard: false, names: ['a', 'b'] },
+      { wildcard: false, names: ['c'] },
+      { wildcard: false, names: ['a', 'b'] },
+      { wildcard: false, names: [] },
+      { wildcard: false, names: ['a', 'b'] },
+      { wildcard: false, names: ['c'] },
+      { wildcard: false, names: ['a', 'b'] },
+    ]);
+    expect(updated[2]).toBe(updated[0]);
+    expect(updated[4]).toBe(updated[0]);
+    expect(updated[5]).toBe(updated[1]);
+    // Listeners' legacy wildcard from the same kind of start: all, then only what is named.
+    const listeners = Subscription.none(LISTENER);
+    expect([[], ['A'], []].map((list) => names(listeners.update(list)))).toEqual([
+      { wildcard: true, names: [] },
+      { wildcard: false, names: ['A'] },
+      { wildcard: true, names: [] },
+    ]);
+  });
+
   it('keeps the legacy wildcard apart from a wildcard named explicitly, and listeners apart from clusters', () => {
     const [legacy] = walk(LISTENER, []);
     const [, named, dropped] = walk(LISTENER, [], ['*', 'A'], ['*']);
