@@ -133,7 +133,7 @@ export class SotwLedger implements Ledger {
       const typeUrl = PUSH_ORDER[slot]!;
       out[SHORT_NAME[typeUrl]] = {
         typeUrl,
-        subscription: { wildcard: type.subscription.wildcard, names: [...type.subscription.names].sort() },
+        subscription: { wildcard: type.subscription.wildcard, names: [...type.subscription.sortedNames] },
         ...(type.sent && {
           sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources.length, at: isoTime(type.sent.at) },
         }),

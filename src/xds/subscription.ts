@@ -22,6 +22,7 @@ export class Subscription {
    * join and look up the same names.
    */
   #lastUpdate: { readonly names: readonly string[]; readonly result: Subscription } | undefined;
+  #sortedNames: readonly string[] | undefined;
 
   private constructor(
     readonly typeUrl: TypeUrl,
@@ -57,6 +58,11 @@ export class Subscription {
   static #of(typeUrl: TypeUrl, wildcard: boolean, names: ReadonlySet<string>, key: string, legacyWildcard: boolean, requested: readonly string[] | undefined): Subscription {
     const interned = `${typeUrl}\n${legacyWildcard ? 'legacy' : ''}\n${requested === undefined ? 'none' : ''}\n${key}`;
     return subscriptions.get(interned) ?? subscriptions.intern(interned, new Subscription(typeUrl, wildcard, names, key, legacyWildcard, requested));
+  }
+
+  /** The named resources in order: sorted once for every stream, and every view of one, that shows them. */
+  get sortedNames(): readonly string[] {
+    return (this.#sortedNames ??= Object.freeze([...this.names].sort()));
   }
 
   get empty(): boolean {
