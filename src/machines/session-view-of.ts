@@ -1,4 +1,5 @@
 import type { SnapshotFrom } from 'xstate';
+import { isoTime } from '../iso-time.js';
 import type { StreamAuthentication } from '../xds/index.js';
 import type { SessionMachine } from './session-machine.js';
 import { sessionStateOf, stateIdOf } from './session-states.js';
@@ -25,7 +26,7 @@ export function viewOf(
       stream: {
         id: stream.id,
         peer: stream.peer,
-        openedAt: new Date(stream.openedAt).toISOString(),
+        openedAt: isoTime(stream.openedAt),
         protocol: stream.protocol,
         authentication: authenticationView(stream.authentication),
       },
@@ -38,5 +39,5 @@ export function viewOf(
 }
 
 function authenticationView(authentication: StreamAuthentication): NonNullable<SessionView['stream']>['authentication'] {
-  return authentication.by === 'none' ? authentication : { ...authentication, expiresAt: new Date(authentication.expiresAt).toISOString() };
+  return authentication.by === 'none' ? authentication : { ...authentication, expiresAt: isoTime(authentication.expiresAt) };
 }

@@ -31,8 +31,9 @@ export function combineCallbacks(...parts: readonly SessionCallbacks[]): Session
   for (const name of TOLD) {
     const handlers = parts.map((part) => part[name]?.bind(part)).filter((handler) => handler !== undefined) as Array<(...args: unknown[]) => void>;
     if (handlers.length === 0) continue;
-    combined[name] = (...args: unknown[]) => {
-      for (const handler of handlers) handler(...args);
+    // Three arguments at most, passed as they are: a rest parameter would make an array per call, four calls a request.
+    combined[name] = (first: unknown, second: unknown, third: unknown) => {
+      for (const handler of handlers) handler(first, second, third);
     };
   }
   const inspectors = parts.filter((part) => part.inspect !== undefined);

@@ -1,5 +1,6 @@
 import type { SessionEvent, SessionStateId, TransitionRecord } from '../machines/index.js';
 import { storableText } from '../storable-text.js';
+import { isoTime } from '../iso-time.js';
 import { TransitionRing } from './transition-ring.js';
 
 /** The most characters of a close reason a story keeps: a status message has at most 1,024. */
@@ -19,12 +20,12 @@ export class SessionStory {
   /** Records a move between chart states, caused by `event`; returns the record. */
   moved(at: number, event: { readonly type: string }, from: SessionStateId, to: SessionStateId): TransitionRecord {
     const detail = detailOf(event as SessionEvent);
-    return this.#push({ at: new Date(at).toISOString(), event: event.type, from, to, ...(detail && { detail }) });
+    return this.#push({ at: isoTime(at), event: event.type, from, to, ...(detail && { detail }) });
   }
 
   /** Records a NACK: a step of the story in which the state did not change. */
   nacked(at: number, state: SessionStateId, detail: Readonly<Record<string, string | number>>): TransitionRecord {
-    return this.#push({ at: new Date(at).toISOString(), event: 'xds.nacked', from: state, to: state, detail });
+    return this.#push({ at: isoTime(at), event: 'xds.nacked', from: state, to: state, detail });
   }
 
   toArray(): readonly TransitionRecord[] {

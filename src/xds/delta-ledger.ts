@@ -1,5 +1,5 @@
 import type { EncodedResource } from './encode.js';
-import { isoTime } from './iso-time.js';
+import { isoTime } from '../iso-time.js';
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
 import { assertSealed, type Snapshot, type TypeSnapshot } from './snapshot.js';
 import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';

@@ -1,5 +1,5 @@
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
-import { isoTime } from './iso-time.js';
+import { isoTime } from '../iso-time.js';
 import { assertSealed, type Snapshot } from './snapshot.js';
 import { selectResources } from './select-resources.js';
 import { Subscription } from './subscription.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isoTime } from '../../src/xds/iso-time.js';
+import { isoTime } from '../src/iso-time.js';
 
 describe('isoTime', () => {
   it('writes what toISOString writes, for times in one second, across seconds, before 1970 and past 9999', () => {
