@@ -173,8 +173,11 @@ function collectMissing(resource: EncodedResource, target: TypeSnapshot, missing
   return missing;
 }
 
+/** Called for every type of every node at every change: a loop, where `every` would make a closure per call. */
 function sameSets(a: readonly ResourceSet[] | undefined, b: readonly ResourceSet[]): boolean {
-  return a !== undefined && a.length === b.length && a.every((set, i) => set === b[i]);
+  if (a === undefined || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 // Nodes whose own resources are unchanged, or who have none, share one TypeSnapshot per
