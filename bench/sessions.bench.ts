@@ -8,7 +8,7 @@
  *
  *   npm run bench -- sessions [--n 1000,10000] [--protocol sotw,delta] [--changes 3]
  *                             [--services 10] [--backends 3] [--streams-per-connection 1]
- *                             [--fleet-processes 2] [--no-ceiling] [--unpinned] [--cpu-prof]
+ *                             [--fleet-processes 2] [--no-ceiling] [--unpinned] [--cpu-prof [--alloc-prof]]
  *                             [--storm-change] [--workers 1]
  *
  * Targets (issue 12, N = 10,000): all served within 5 s of a connect storm; a change ACKed at
@@ -50,6 +50,8 @@ interface Options {
   readonly ceiling: boolean;
   readonly pin: boolean;
   readonly cpuProf: boolean;
+  /** With `cpuProf`: sample allocations too, freed ones included. */
+  readonly allocProf: boolean;
   /** Write a change once a quarter of the storm's nodes are served, and measure it at those nodes. */
   readonly stormChange: boolean;
   readonly idleMs: number;
@@ -166,6 +168,7 @@ function parseOptions(argv: readonly string[]): Options {
       'deadline-s': { type: 'string', default: '900' },
       unpinned: { type: 'boolean', default: false },
       'cpu-prof': { type: 'boolean', default: false },
+      'alloc-prof': { type: 'boolean', default: false },
       'storm-change': { type: 'boolean', default: false },
       workers: { type: 'string', default: '1' },
     },
@@ -176,6 +179,7 @@ function parseOptions(argv: readonly string[]): Options {
   if (unknown.length > 0) throw new Error(`--protocol takes sotw, delta or both (comma-separated), not "${unknown.join(',')}"`);
   const workers = count('workers', values.workers, 1, 16);
   if (workers > 1 && values['cpu-prof']) throw new Error('--cpu-prof profiles one process; run it without --workers');
+  if (values['alloc-prof'] && !values['cpu-prof']) throw new Error('--alloc-prof adds allocations to the profiles of --cpu-prof; give both');
   return {
     sizes: values.n.split(',').map((size) => count('n', size.trim(), 1, 20_000)),
     protocols: protocols as WireProtocol[],
@@ -190,6 +194,7 @@ function parseOptions(argv: readonly string[]): Options {
     // Workers are there to use both cores: nothing is pinned.
     pin: !values.unpinned && workers === 1 && canPin(),
     cpuProf: values['cpu-prof'],
+    allocProf: values['alloc-prof'],
     stormChange: values['storm-change'],
     workers,
   };
@@ -312,7 +317,7 @@ async function runStorm(measured: Measured, xds: string, shape: MeshShape, proto
   const rssBefore = (await server.request('memory', null, 30 * SECOND)).rss;
   const fleetBefore = await fleet.request('usage', null, 30 * SECOND);
   const before = await server.request('usage', null, 10 * SECOND);
-  if (options.cpuProf) await server.request('profileStart', null, 10 * SECOND);
+  if (options.cpuProf) await server.request('profileStart', { allocations: options.allocProf }, 10 * SECOND);
   const timeoutMs = 30 * SECOND + shape.nodes * 6;
   const listenBefore = sampleListenQueue();
   const apiProbe = measured.api === undefined ? undefined : new ApiProbe(measured.api, API_PATHS);
@@ -374,7 +379,7 @@ async function runChange(measured: Measured, nodes: number, change: number, opti
   await fleet.request('expectChange', { type: 'EDS' }, 10 * SECOND);
   const before = await server.request('usage', null, 10 * SECOND);
   const fleetBefore = await fleet.request('usage', null, 10 * SECOND);
-  if (options.cpuProf) await server.request('profileStart', null, 10 * SECOND);
+  if (options.cpuProf) await server.request('profileStart', { allocations: options.allocProf }, 10 * SECOND);
   const { startedAt } = await server.request('change', { change }, 60 * SECOND);
   const result = await fleet.request('awaitChange', { timeoutMs: 30 * SECOND }, 40 * SECOND);
   const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-change-${change}`) }, 30 * SECOND) : undefined;
@@ -580,9 +585,9 @@ function printResults(runs: readonly Run[], options: Options): void {
   );
   if (options.cpuProf) {
     for (const run of runs) {
-      printHot(`Hot functions, ${run.target}, connect storm, N=${run.nodes} ${run.protocol}`, run.storm.hot);
+      printHot(`Hot functions, ${run.target}, connect storm, N=${run.nodes} ${run.protocol}`, run.storm.hot, run.nodes);
       const slowest = [...run.changes].sort((a, b) => b.ack.p99 - a.ack.p99)[0];
-      if (slowest) printHot(`Hot functions, ${run.target}, change ${slowest.change}, N=${run.nodes} ${run.protocol}`, slowest.hot);
+      if (slowest) printHot(`Hot functions, ${run.target}, change ${slowest.change}, N=${run.nodes} ${run.protocol}`, slowest.hot, run.nodes);
     }
   }
 }

@@ -26,8 +26,8 @@ export type ApiServerApi = {
   change: { args: { change: number }; result: { ms: number } };
   lagStart: { args: null; result: null };
   lagStop: { args: null; result: LoopLagSample };
-  /** Starts the V8 sampling profiler (for `--cpu-prof`). */
-  profileStart: { args: null; result: null };
+  /** Starts the V8 sampling profiler (for `--cpu-prof`), and the allocation sampler too with `allocations` (`--alloc-prof`). */
+  profileStart: { args: { allocations?: boolean } | null; result: null };
   /** Stops it, writes the profile to `file`, and returns the hottest functions since `profileStart`. */
   profileStop: { args: { top: number; file: string }; result: PhaseProfile };
   stop: { args: null; result: null };
@@ -83,8 +83,8 @@ serveCommands<ApiServerApi>({
 
   lagStop: () => lag.stop(),
 
-  async profileStart() {
-    await profiler.start();
+  async profileStart(options) {
+    await profiler.start(options ?? {});
     return null;
   },
 

@@ -19,6 +19,13 @@ export interface ProfileShare {
   readonly percent: number;
 }
 
+/** One part of the process and the bytes it allocated in a phase, collected ones included. */
+export interface AllocationShare {
+  readonly part: string;
+  readonly bytes: number;
+  readonly percent: number;
+}
+
 /** The hottest functions of a phase, and where its full profile was written. */
 export interface PhaseProfile {
   /** Self time summed per part of the process (PARTS), largest first. */
@@ -29,7 +36,22 @@ export interface PhaseProfile {
   readonly inclusive: readonly HotFunction[];
   /** A `.cpuprofile` file (open it in Chrome DevTools or speedscope). */
   readonly file: string;
+  /**
+   * With allocations sampled (`--alloc-prof`): bytes allocated by part, what the collector
+   * already freed included (what it has to work through), largest first; the sampled profile is
+   * written beside the CPU profile as a `.heapprofile` (Chrome DevTools, Memory tab).
+   */
+  readonly allocations?: readonly AllocationShare[];
 }
+
+interface HeapProfileNode {
+  readonly callFrame: ProfileNode['callFrame'];
+  readonly selfSize: number;
+  readonly children: readonly HeapProfileNode[];
+}
+
+/** One sample per this many bytes allocated, on average (V8's default is 32 KB). */
+const ALLOCATION_SAMPLING_BYTES = 8_192;
 
 interface ProfileNode {
   readonly id: number;
@@ -50,12 +72,22 @@ interface Profile {
 export class PhaseProfiler {
   readonly #session = new Session();
   #running = false;
+  #allocations = false;
 
-  async start(): Promise<void> {
+  /** `allocations`: also samples what is allocated (`--alloc-prof`), objects the collector freed included. */
+  async start(options: { readonly allocations?: boolean } = {}): Promise<void> {
     if (this.#running) return;
     this.#session.connect();
     await this.#session.post('Profiler.enable');
     await this.#session.post('Profiler.setSamplingInterval', { interval: 200 });
+    this.#allocations = options.allocations === true;
+    if (this.#allocations) {
+      await this.#session.post('HeapProfiler.startSampling', {
+        samplingInterval: ALLOCATION_SAMPLING_BYTES,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+    }
     await this.#session.post('Profiler.start');
     this.#running = true;
   }
@@ -65,10 +97,16 @@ export class PhaseProfiler {
     if (!this.#running) return { parts: [], self: [], inclusive: [], file: '' };
     const { profile } = (await this.#session.post('Profiler.stop')) as unknown as { profile: Profile };
     await this.#session.post('Profiler.disable');
+    let allocations: readonly AllocationShare[] | undefined;
+    if (this.#allocations) {
+      const { profile: sampled } = (await this.#session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: HeapProfileNode } };
+      await writeFile(file.replace(/\.cpuprofile$/, '.heapprofile'), JSON.stringify(sampled));
+      allocations = allocationParts(sampled.head);
+    }
     this.#session.disconnect();
     this.#running = false;
     await writeFile(file, JSON.stringify(profile));
-    return { ...hotFunctions(profile, top), file };
+    return { ...hotFunctions(profile, top), file, ...(allocations && { allocations }) };
   }
 }
 
@@ -134,6 +172,23 @@ function profileParts(profile: Profile, parentOf: ReadonlyMap<number, number>, b
   return [...us]
     .sort((a, b) => b[1] - a[1])
     .map(([part, time]) => ({ part, ms: time / 1000, percent: total === 0 ? 0 : (100 * time) / total }));
+}
+
+/** Bytes allocated per part; an allocation without a file of its own (a `new Set` in a builtin) counts to its caller's part. */
+function allocationParts(head: HeapProfileNode): AllocationShare[] {
+  const bytes = new Map<string, number>();
+  let total = 0;
+  const walk = (node: HeapProfileNode, inherited: string) => {
+    const part = partOf(node.callFrame) ?? inherited;
+    bytes.set(part, (bytes.get(part) ?? 0) + node.selfSize);
+    total += node.selfSize;
+    for (const child of node.children) walk(child, part);
+  };
+  walk(head, 'V8 and native, unattributed');
+  return [...bytes]
+    .filter(([, size]) => size > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([part, size]) => ({ part, bytes: size, percent: total === 0 ? 0 : (100 * size) / total }));
 }
 
 function hotFunctions(profile: Profile, top: number): Pick<PhaseProfile, 'parts' | 'self' | 'inclusive'> {

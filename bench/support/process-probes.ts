@@ -30,8 +30,8 @@ export interface UsageSample {
 export type ProbeApi = {
   memory: { args: null; result: MemorySample };
   usage: { args: null; result: UsageSample };
-  /** Starts the V8 sampling profiler (for `--cpu-prof`). */
-  profileStart: { args: null; result: null };
+  /** Starts the V8 sampling profiler (for `--cpu-prof`), and the allocation sampler too with `allocations` (`--alloc-prof`). */
+  profileStart: { args: { allocations?: boolean } | null; result: null };
   /** Stops it, writes the profile to `file`, and returns the hottest functions since `profileStart`. */
   profileStop: { args: { top: number; file: string }; result: PhaseProfile };
 };
@@ -79,8 +79,8 @@ export function processProbes(): { [K in keyof ProbeApi]: (args: ProbeApi[K]['ar
       lag.reset();
       return sample;
     },
-    async profileStart() {
-      await profiler.start();
+    async profileStart(options) {
+      await profiler.start(options ?? {});
       return null;
     },
     profileStop: ({ top, file }) => profiler.stop(top, file),
