@@ -101,45 +101,56 @@ export class DeltaLedger implements Ledger {
     assertSealed(snapshot);
     const available = snapshot.types[typeUrl];
     if (type.settledWith === available && !resend?.size) return { ledger: this };
-    const wanted = wantedOf(type, available);
-    const held = new Map(type.held);
+    // What the node holds and was told is absent are copied only once something in them changes:
+    // a change moves one resource of ten, and an ACK's answer moves none.
+    let held: Map<string, Held> | undefined;
+    let absent: Set<string> | undefined;
+    const wantedNow: EncodedResource[] = type.wildcard ? [...available.wildcard.list] : [];
+    for (const name of type.names) {
+      if (type.wildcard && available.wildcard.get(name)) continue;
+      const found = available.get(name);
+      if (found !== undefined) wantedNow.push(found);
+    }
     const resources: EncodedResource[] = [];
-    for (const [name, resource] of wanted) {
-      const holds = held.get(name);
+    for (const resource of wantedNow) {
+      const { name } = resource;
+      const holds = type.held.get(name);
       if (holds === undefined || heldVersion(holds) !== resource.version || type.owedAll || type.owed.has(name) || resend?.has(name)) resources.push(resource);
-      else held.set(name, resource);
+      else if (holds !== resource) (held ??= new Map(type.held)).set(name, resource);
     }
     const removed: string[] = [];
-    const absent = new Set(type.absent);
     for (const name of type.held.keys()) {
       // Rule 7: the node drops only what it is told to; a name it holds that it no longer gets is removed.
-      if (wanted.has(name) || !(type.wildcard || type.names.has(name) || type.owed.has(name))) continue;
+      if (wanted(type, available, name) || !(type.wildcard || type.names.has(name) || type.owed.has(name))) continue;
       removed.push(name);
-      if (type.names.has(name)) absent.add(name);
+      if (type.names.has(name)) (absent ??= new Set(type.absent)).add(name);
     }
     for (const name of type.names) {
       // Rule 8: a name asked for that does not exist is said so at once, and stays subscribed.
-      if (!wanted.has(name) && !type.held.has(name) && !absent.has(name)) {
+      if (!wanted(type, available, name) && !type.held.has(name) && !(absent ?? type.absent).has(name)) {
         removed.push(name);
-        absent.add(name);
+        (absent ??= new Set(type.absent)).add(name);
       }
     }
-    for (const name of wanted.keys()) absent.delete(name);
+    if ((absent ?? type.absent).size > 0) {
+      for (const name of [...(absent ?? type.absent)]) if (wanted(type, available, name)) (absent ??= new Set(type.absent)).delete(name);
+    }
     const first = !type.answered && type.wildcard;
     if (resources.length === 0 && removed.length === 0 && !first) {
       // Nothing owed; what the node holds at the current version is now known by its bytes.
-      return { ledger: this.#with(typeUrl, { ...type, held, owed: NONE, owedAll: false, absent: orNone(absent), settledWith: available }) };
+      return { ledger: this.#with(typeUrl, { ...type, held: held ?? type.held, owed: NONE, owedAll: false, absent: orNone(absent ?? type.absent), settledWith: available }) };
     }
+    held ??= new Map(type.held);
     for (const resource of resources) held.set(resource.name, resource);
     for (const name of removed) held.delete(name);
     const nonce = String(this.#nonce + 1);
-    const sorted = [...resources].sort(byName);
+    const sorted = resources.sort(byName);
     const next: DeltaType = {
       ...type,
       held,
       owed: NONE,
       owedAll: false,
-      absent: orNone(absent),
+      absent: orNone(absent ?? type.absent),
       answered: true,
       settledWith: available,
       sent: { version: available.version, nonce, resources: sorted.length, at: now },
@@ -174,7 +185,7 @@ export class DeltaLedger implements Ledger {
         ...(type.sent && { sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources, at: isoTime(type.sent.at) } }),
         ...(type.acked && { acked: { version: type.acked.version, nonce: type.acked.nonce, at: isoTime(type.acked.at) } }),
         ...(type.nacked && { nacked: { version: type.nacked.version, nonce: type.nacked.nonce, message: type.nacked.message, at: isoTime(type.nacked.at) } }),
-        held: Object.fromEntries([...type.held].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, holds]) => [name, heldVersion(holds)])),
+        held: heldView(type.held),
       };
     }
     return out;
@@ -254,15 +265,26 @@ function subscribed(known: DeltaType | undefined, request: DeltaRequest): DeltaT
   return { ...(known ?? { answered: false }), wildcard, legacy, names: orNone(names), held, owed: orNone(owed), owedAll, absent: orNone(absent), settledWith: undefined };
 }
 
-/** The resources the subscription asks for that exist now, by name. */
-function wantedOf(type: DeltaType, available: TypeSnapshot): Map<string, EncodedResource> {
-  const wanted = new Map<string, EncodedResource>();
-  if (type.wildcard) for (const resource of available.wildcard.list) wanted.set(resource.name, resource);
-  for (const name of type.names) {
-    const found = available.get(name);
-    if (found !== undefined) wanted.set(name, found);
+/** Whether the subscription asks for `name` and it exists now. */
+function wanted(type: DeltaType, available: TypeSnapshot, name: string): boolean {
+  if (type.wildcard && available.wildcard.get(name)) return true;
+  return type.names.has(name) && available.get(name) !== undefined;
+}
+
+/**
+ * What a node holds, as views show it: sorted by name, built once per held map (maps are
+ * replaced, never changed) and shared by the views made from it, so frozen. Session records
+ * build a view of every node that moved each second.
+ */
+const heldViews = new WeakMap<ReadonlyMap<string, Held>, Readonly<Record<string, string>>>();
+
+function heldView(held: ReadonlyMap<string, Held>): Readonly<Record<string, string>> {
+  let view = heldViews.get(held);
+  if (view === undefined) {
+    view = Object.freeze(Object.fromEntries([...held].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, holds]) => [name, heldVersion(holds)])));
+    heldViews.set(held, view);
   }
-  return wanted;
+  return view;
 }
 
 function byName(a: EncodedResource, b: EncodedResource): number {
