@@ -432,7 +432,7 @@ function printResults(runs: readonly Run[], options: Options): void {
 
   printTable(
     `Connect storm: N dataplanes, ${options.streamsPerConnection === 1 ? 'one HTTP/2 connection each' : `${options.streamsPerConnection} streams per HTTP/2 connection`}, open their ADS streams at once (times from the first stream opened); ceiling beside Chancery`,
-    ['N', 'protocol', 'all served (s)', 'ceiling (s)', 'ceiling / Chancery', 'served p50 / p99 (s)', '+EDS all (s)', 'pushes', 'server CPU (s)', 'ceiling CPU (s)', 'loop stall max (ms)', 'fleet CPU (s)', 'retried (Chancery / ceiling)', 'accept queue full / SYNs resent (Chancery; ceiling)'],
+    ['N', 'protocol', 'all served (s)', 'ceiling (s)', 'ceiling / Chancery', 'served p50 / p99 (s)', '+EDS all (s)', 'pushes', 'server CPU (s)', 'ceiling CPU (s)', 'CPU: ceiling / Chancery', 'loop stall max (ms)', 'fleet CPU (s)', 'retried (Chancery / ceiling)', 'accept queue full / SYNs resent (Chancery; ceiling)'],
     chancery.map((run) => {
       const ceiling = ceilingOf(run)?.storm;
       const { storm } = run;
@@ -447,6 +447,7 @@ function printResults(runs: readonly Run[], options: Options): void {
         String(pushes(storm.traffic)),
         s(storm.serverCpuMs),
         ceiling ? s(ceiling.serverCpuMs) : '–',
+        vs(storm.serverCpuMs, ceiling?.serverCpuMs),
         ms(storm.loopStallMaxMs),
         s(storm.fleetCpuMs),
         `${storm.retried} / ${ceiling ? String(ceiling.retried) : '–'}`,
@@ -515,7 +516,7 @@ function printResults(runs: readonly Run[], options: Options): void {
   );
   printTable(
     'Change: one more endpoint of the service every node calls; from the write to each node ACKing the new EDS version; ceiling beside Chancery',
-    ['N', 'protocol', 'change', 'first ACK (ms)', 'ACK p50 (ms)', 'p99 (ms)', 'max (ms)', 'ceiling p99 (ms)', 'ceiling / Chancery', 'pushes', 'bytes/node', 'server CPU/node (µs)', 'ceiling CPU/node (µs)', 'loop lag p99 / stall max (ms)', 'fleet CPU (ms)'],
+    ['N', 'protocol', 'change', 'first ACK (ms)', 'ACK p50 (ms)', 'p99 (ms)', 'max (ms)', 'ceiling p99 (ms)', 'ceiling / Chancery', 'pushes', 'bytes/node', 'server CPU/node (µs)', 'ceiling CPU/node (µs)', 'CPU: ceiling / Chancery', 'loop lag p99 / stall max (ms)', 'fleet CPU (ms)'],
     chancery.flatMap((run) =>
       run.changes.map((change, at) => {
         const ceiling = ceilingOf(run)?.changes[at];
@@ -529,6 +530,7 @@ function printResults(runs: readonly Run[], options: Options): void {
           (totalBytes(change.traffic) / run.nodes).toFixed(0),
           ((1_000 * change.serverCpuMs) / run.nodes).toFixed(0),
           ceiling ? ((1_000 * ceiling.serverCpuMs) / run.nodes).toFixed(0) : '–',
+          vs(change.serverCpuMs, ceiling?.serverCpuMs),
           `${ms(change.loopLagP99Ms)} / ${ms(change.loopStallMaxMs)}`,
           ms(change.fleetCpuMs),
         ];
