@@ -132,9 +132,8 @@ export class DeltaLedger implements Ledger {
         (absent ??= new Set(type.absent)).add(name);
       }
     }
-    if ((absent ?? type.absent).size > 0) {
-      for (const name of [...(absent ?? type.absent)]) if (wanted(type, available, name)) (absent ??= new Set(type.absent)).delete(name);
-    }
+    // Names told absent that exist now are absent no more; the names just added are not wanted.
+    for (const name of type.absent) if (wanted(type, available, name)) (absent ??= new Set(type.absent)).delete(name);
     const first = !type.answered && type.wildcard;
     if (resources.length === 0 && removed.length === 0 && !first) {
       // Nothing owed; what the node holds at the current version is now known by its bytes.
