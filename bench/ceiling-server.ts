@@ -42,7 +42,8 @@ function response(typeUrl: string, version: string, size: number): Buffer {
 }
 
 class Ceiling {
-  readonly #server = new Server({ 'grpc.max_concurrent_streams': 100_000 });
+  // The same server options as Chancery's xDS server, so the gap is Chancery's own code.
+  readonly #server = new Server({ 'grpc.max_concurrent_streams': 100_000, 'grpc.enable_channelz': 0 });
   readonly #responses: Record<string, Buffer>;
   readonly #sizes: ResponseSizes;
   /** Streams that asked for EDS, which a change is written to. */

@@ -115,6 +115,9 @@ export class XdsServer {
     const age = options.maxConnectionAge;
     this.#server = new Server({
       'grpc.max_concurrent_streams': 100_000,
+      // grpc-js keeps channelz records of every connection and message by default; Chancery
+      // serves no channelz service to read them from, and they cost ~1 KB of heap a session.
+      'grpc.enable_channelz': 0,
       // grpc-js refuses a larger request itself, with RESOURCE_EXHAUSTED, before decoding it.
       'grpc.max_receive_message_length': options.limits.maxRequestBytes,
       // The connection is told GOAWAY (grpc-js adds ±10%) before its stream is ended, so the
