@@ -44,11 +44,31 @@ interface DeltaType {
    * answering from them again sends nothing (an ACK is answered at no cost). A subscription
    * change clears it.
    */
-  readonly settledWith?: TypeSnapshot;
-  readonly sent?: { readonly version: string; readonly nonce: string; readonly resources: number; readonly at: number };
-  readonly acked?: { readonly version: string; readonly nonce: string; readonly at: number };
-  readonly nacked?: { readonly version: string; readonly nonce: string; readonly message: string; readonly at: number };
+  readonly settledWith: TypeSnapshot | undefined;
+  readonly sent: { readonly version: string; readonly nonce: string; readonly resources: number; readonly at: number } | undefined;
+  readonly acked: { readonly version: string; readonly nonce: string; readonly at: number } | undefined;
+  readonly nacked: { readonly version: string; readonly nonce: string; readonly message: string; readonly at: number } | undefined;
 }
+
+/**
+ * A type before its first request. Every type record is a copy of it with some fields changed,
+ * so all of them have its fields in its order: one shape, which keeps every read of a type's
+ * fields monomorphic (records built by spreads of differing sources had a shape each).
+ */
+const UNSUBSCRIBED: DeltaType = {
+  wildcard: false,
+  legacy: false,
+  names: NONE,
+  held: new Map(),
+  owed: NONE,
+  owedAll: false,
+  absent: NONE,
+  answered: false,
+  settledWith: undefined,
+  sent: undefined,
+  acked: undefined,
+  nacked: undefined,
+};
 
 /**
  * The Delta ledger (incremental xDS): per type, what the client subscribed to and what it
@@ -214,17 +234,19 @@ function subscribed(known: DeltaType | undefined, request: DeltaRequest): DeltaT
   const { subscribe, unsubscribe } = request;
   // An ACK, a NACK or a bare request on a known type changes no subscription.
   if (!first && subscribe.length === 0 && unsubscribe.length === 0) return known;
+  const type = known ?? UNSUBSCRIBED;
   const wildcardType = FULL_STATE.has(request.typeUrl as TypeUrl);
   // Rule 6: what the client holds from an earlier stream comes with its first request of the type.
-  const held: Map<string, Held> = first ? new Map(Object.entries(request.initialVersions)) : new Map(known.held);
-  let wildcard = known?.wildcard ?? false;
+  const initial = Object.keys(request.initialVersions).length > 0;
+  // The sets and the map are copied once one of them changes: most requests change one or none.
+  let held: Map<string, Held> | undefined = first && initial ? new Map(Object.entries(request.initialVersions)) : undefined;
+  let names: Set<string> | undefined;
+  let owed: Set<string> | undefined;
+  let absent: Set<string> | undefined;
+  let { wildcard, owedAll } = type;
   // Rule 5: a first request with both lists empty is the legacy wildcard, for the types that have one.
-  let legacy = first ? wildcardType && subscribe.length === 0 && unsubscribe.length === 0 : known.legacy;
+  let legacy = first ? wildcardType && subscribe.length === 0 && unsubscribe.length === 0 : type.legacy;
   if (first && legacy) wildcard = true;
-  const names = new Set(known?.names);
-  const owed = new Set(known?.owed);
-  let owedAll = known?.owedAll ?? false;
-  const absent = new Set(known?.absent);
   for (const name of subscribe) {
     if (name === WILDCARD) {
       wildcard = wildcardType;
@@ -235,14 +257,15 @@ function subscribed(known: DeltaType | undefined, request: DeltaRequest): DeltaT
     }
     // Rule 3: a name subscribed is sent even if the server thinks the client has it, unless
     // the client says itself, as a new stream begins, at which version it holds it (rule 6).
-    names.add(name);
-    if (!(first && name in request.initialVersions)) owed.add(name);
-    absent.delete(name);
+    (names ??= new Set(type.names)).add(name);
+    if (!(first && name in request.initialVersions)) (owed ??= new Set(type.owed)).add(name);
+    if (type.absent.has(name)) (absent ??= new Set(type.absent)).delete(name);
     // Once a name is subscribed, the legacy wildcard is gone for good. What only it covered the
     // client no longer asks for: as with an unsubscribe, it drops it itself, no answer owed.
     if (legacy) {
       legacy = false;
       wildcard = false;
+      held ??= new Map(type.held);
       for (const heldName of [...held.keys()]) if (heldName !== name && !names.has(heldName)) held.delete(heldName);
     }
   }
@@ -253,15 +276,26 @@ function subscribed(known: DeltaType | undefined, request: DeltaRequest): DeltaT
       continue;
     }
     // Rule 4: unsubscribing needs no answer, unless `*` still covers the name: then it is sent or removed.
-    names.delete(name);
-    absent.delete(name);
-    if (wildcard) owed.add(name);
+    (names ??= new Set(type.names)).delete(name);
+    if (type.absent.has(name)) (absent ??= new Set(type.absent)).delete(name);
+    if (wildcard) (owed ??= new Set(type.owed)).add(name);
     else {
-      owed.delete(name);
-      held.delete(name);
+      (owed ??= new Set(type.owed)).delete(name);
+      (held ??= new Map(type.held)).delete(name);
     }
   }
-  return { ...(known ?? { answered: false }), wildcard, legacy, names: orNone(names), held, owed: orNone(owed), owedAll, absent: orNone(absent), settledWith: undefined };
+  return {
+    ...type,
+    wildcard,
+    legacy,
+    names: names === undefined ? type.names : orNone(names),
+    // A held map is replaced, never changed: the first type's is a new one, not UNSUBSCRIBED's.
+    held: held ?? (first ? new Map() : type.held),
+    owed: owed === undefined ? type.owed : orNone(owed),
+    owedAll,
+    absent: absent === undefined ? type.absent : orNone(absent),
+    settledWith: undefined,
+  };
 }
 
 /** Whether the subscription asks for `name` and it exists now. */
@@ -273,21 +307,29 @@ function wanted(type: DeltaType, available: TypeSnapshot, name: string): boolean
 /**
  * What a node holds, as views show it: sorted by name, built once per held map (maps are
  * replaced, never changed) and shared by the views made from it, so frozen. Session records
- * build a view of every node that moved each second.
+ * build a view of every node that moved each second. An object without a prototype: V8 keeps
+ * it as a dictionary from the start, where names unique to a node (its inbound listener) would
+ * otherwise build a chain of hidden classes for every node (3–5× the time).
  */
 const heldViews = new WeakMap<ReadonlyMap<string, Held>, Readonly<Record<string, string>>>();
 
 function heldView(held: ReadonlyMap<string, Held>): Readonly<Record<string, string>> {
   let view = heldViews.get(held);
   if (view === undefined) {
-    view = Object.freeze(Object.fromEntries([...held].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, holds]) => [name, heldVersion(holds)])));
+    const versions: Record<string, string> = Object.create(null);
+    for (const name of [...held.keys()].sort(compareNames)) versions[name] = heldVersion(held.get(name)!);
+    view = Object.freeze(versions);
     heldViews.set(held, view);
   }
   return view;
 }
 
+function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 function byName(a: EncodedResource, b: EncodedResource): number {
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  return compareNames(a.name, b.name);
 }
 
 function deltaRequest(request: StreamRequest & { readonly typeUrl: TypeUrl }): DeltaRequest & { readonly typeUrl: TypeUrl } {

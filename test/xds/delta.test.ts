@@ -117,6 +117,16 @@ describe('Delta xDS, rule by rule', () => {
     expect(appeared.removed).toEqual([]);
   });
 
+  it('says again that a name does not exist when it is subscribed again (rule 3)', async () => {
+    await connectClusters();
+    stream.send({ typeUrl: ENDPOINT, subscribe: ['payments'] });
+    stream.ack(await stream.nextResponse());
+    stream.send({ typeUrl: ENDPOINT, subscribe: ['payments'] });
+    const again = await stream.nextResponse();
+    expect(again.resources).toEqual([]);
+    expect(again.removed).toEqual(['payments']);
+  });
+
   it('honours a subscription change that comes with a stale nonce (envoy#16659)', async () => {
     await connectClusters();
     stream.send({ typeUrl: ENDPOINT, subscribe: ['backend'], responseNonce: 'a-nonce-never-sent' });
