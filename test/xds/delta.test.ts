@@ -35,11 +35,11 @@ const names = (response: DecodedDeltaResponse) => response.resources.map((resour
  * answer (a name nobody serves, subscribed on RDS) is sent after, and everything that arrives
  * before its answer is returned. Requests on a stream are handled in order.
  */
-async function answersBefore(barrier: string): Promise<DecodedDeltaResponse[]> {
-  const from = stream.responses.length;
-  stream.send({ typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', subscribe: [barrier] });
-  await stream.until(() => stream.responses.slice(from).some((r) => r.removed.includes(barrier)), `the answer to barrier ${barrier}`);
-  const all = stream.responses.slice(from);
+async function answersBefore(barrier: string, on: DeltaStream = stream): Promise<DecodedDeltaResponse[]> {
+  const from = on.responses.length;
+  on.send({ typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', subscribe: [barrier] });
+  await on.until(() => on.responses.slice(from).some((r) => r.removed.includes(barrier)), `the answer to barrier ${barrier}`);
+  const all = on.responses.slice(from);
   return all.slice(0, all.findIndex((r) => r.removed.includes(barrier)));
 }
 
@@ -249,6 +249,46 @@ describe('Delta xDS, rule by rule', () => {
       [CLUSTER, [], ['payments']],
       [LISTENER, [], ['outbound:127.0.0.1:20002']],
     ]);
+  });
+});
+
+// Streams that hold alike share one held map and one set of names (delta-ledger.ts): what one
+// is sent, or drops, must never reach the other.
+describe('Delta nodes holding the same resources', () => {
+  it('each keep their own: a cluster only one is sent, and an unsubscribe on one, leave the other as it was', async () => {
+    await harness.cp.apply(envoyDataplane('web-2'));
+    const other = DeltaStream.open(harness.xds);
+    try {
+      const connect = async (on: DeltaStream, node: string) => {
+        on.send({ typeUrl: CLUSTER, nodeId: node });
+        on.ack(await on.nextResponse());
+        on.send({ typeUrl: ENDPOINT, subscribe: ['backend'] });
+        on.ack(await on.nextResponse());
+      };
+      await connect(stream, NODE);
+      await connect(other, 'default.web-2');
+      const held = (node: string, type: string) => Object.keys(harness.cp.session(node)?.types[type]?.held ?? {});
+      expect([held(NODE, 'CDS'), held('default.web-2', 'CDS')]).toEqual([CLUSTERS, CLUSTERS]);
+
+      await harness.cp.apply(backendDataplane('ledger-1', 10005, 'payments'));
+      await harness.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
+      const sent = (await answersBefore('after-payments')).filter((r) => r.typeUrl === CLUSTER);
+      expect(sent.map(names)).toEqual([['payments']]);
+      for (const response of sent) stream.ack(response);
+      expect((await answersBefore('after-payments', other)).filter((r) => r.typeUrl === CLUSTER)).toEqual([]);
+      expect([held(NODE, 'CDS'), held('default.web-2', 'CDS')]).toEqual([[...CLUSTERS, 'payments'].sort(), CLUSTERS]);
+
+      other.send({ typeUrl: ENDPOINT, unsubscribe: ['backend'] });
+      expect(await answersBefore('after-unsubscribe', other)).toEqual([]);
+      expect([held(NODE, 'EDS'), held('default.web-2', 'EDS')]).toEqual([['backend'], []]);
+      expect(harness.cp.session(NODE)?.types['EDS']?.subscription.names).toEqual(['backend']);
+      await harness.cp.apply(backendDataplane('backend-2', 10006));
+      const moved = (await answersBefore('after-endpoints')).filter((r) => r.typeUrl === ENDPOINT);
+      expect(moved.map(names)).toEqual([['backend']]);
+      expect((await answersBefore('after-endpoints', other)).filter((r) => r.typeUrl === ENDPOINT)).toEqual([]);
+    } finally {
+      other.close();
+    }
   });
 });
 
