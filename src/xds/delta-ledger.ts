@@ -2,6 +2,7 @@ import type { EncodedResource } from './encode.js';
 import { isoTime } from '../iso-time.js';
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
 import { assertSealed, type Snapshot, type TypeSnapshot } from './snapshot.js';
+import { NO_TYPES, slotOf, withType, type TypeSlots } from './type-slots.js';
 import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
 import type { DeltaRequest, StreamRequest } from './xds-request.js';
 
@@ -112,25 +113,25 @@ const UNSUBSCRIBED: DeltaType = {
 export class DeltaLedger implements Ledger {
   readonly protocol = 'delta';
   readonly #nonce: number;
-  readonly #types: ReadonlyMap<TypeUrl, DeltaType>;
+  readonly #types: TypeSlots<DeltaType>;
 
   private constructor(
     readonly streamId: string,
     nonce: number,
-    types: ReadonlyMap<TypeUrl, DeltaType>,
+    types: TypeSlots<DeltaType>,
   ) {
     this.#nonce = nonce;
     this.#types = types;
   }
 
   static open(streamId: string): DeltaLedger {
-    return new DeltaLedger(streamId, 0, new Map());
+    return new DeltaLedger(streamId, 0, NO_TYPES);
   }
 
   receive(stream: StreamRequest & { readonly typeUrl: TypeUrl }, now: number): { ledger: DeltaLedger; outcome: RequestOutcome } {
     const request = deltaRequest(stream);
     const { typeUrl } = request;
-    const type = subscribed(this.#types.get(typeUrl), request);
+    const type = subscribed(this.#types[slotOf(typeUrl)], request);
     // Rule 1: the nonce only matches an ACK or NACK to a response; a request is never dropped for it.
     const { sent } = type;
     const nonce = request.responseNonce;
@@ -147,7 +148,7 @@ export class DeltaLedger implements Ledger {
   }
 
   respond(typeUrl: TypeUrl, snapshot: Snapshot, now: number, resend?: ReadonlySet<string>): { ledger: DeltaLedger; response?: XdsResponse } {
-    const type = this.#types.get(typeUrl);
+    const type = this.#types[slotOf(typeUrl)];
     if (type === undefined) return { ledger: this };
     // I1 at run time too: only a snapshot the generator sealed reaches the wire.
     assertSealed(snapshot);
@@ -206,30 +207,31 @@ export class DeltaLedger implements Ledger {
       settledWith: available,
       sent: { version: available.version, nonce, resources: sorted.length, at: now },
     };
-    const types = new Map(this.#types).set(typeUrl, next);
     return {
-      ledger: new DeltaLedger(this.streamId, this.#nonce + 1, types),
+      ledger: new DeltaLedger(this.streamId, this.#nonce + 1, withType(this.#types, typeUrl, next)),
       response: { protocol: 'delta', typeUrl, version: available.version, nonce, resources: sorted, removed: removed.sort() },
     };
   }
 
   requestedTypes(): readonly TypeUrl[] {
-    return PUSH_ORDER.filter((typeUrl) => this.#types.has(typeUrl));
+    return PUSH_ORDER.filter((_, slot) => this.#types[slot] !== undefined);
   }
 
   holdsConfiguration(): boolean {
-    for (const type of this.#types.values()) if (type.held.size > 0) return true;
+    for (const type of this.#types) if (type !== undefined && type.held.size > 0) return true;
     return false;
   }
 
   nacking(): boolean {
-    for (const type of this.#types.values()) if (type.sent !== undefined && type.nacked?.nonce === type.sent.nonce) return true;
+    for (const type of this.#types) if (type?.sent !== undefined && type.nacked?.nonce === type.sent.nonce) return true;
     return false;
   }
 
   status(): Record<string, TypeStatus> {
     const out: Record<string, TypeStatus> = {};
-    for (const [typeUrl, type] of this.#types) {
+    for (const [slot, type] of this.#types.entries()) {
+      if (type === undefined) continue;
+      const typeUrl = PUSH_ORDER[slot]!;
       out[SHORT_NAME[typeUrl]] = {
         typeUrl,
         subscription: { wildcard: type.wildcard, names: [...type.names].sort() },
@@ -243,7 +245,7 @@ export class DeltaLedger implements Ledger {
   }
 
   report(typeUrl: TypeUrl): TypeReport | undefined {
-    const type = this.#types.get(typeUrl);
+    const type = this.#types[slotOf(typeUrl)];
     if (type === undefined) return undefined;
     const resources = [...type.held.values()].flatMap((holds) => (typeof holds === 'string' ? [] : [holds])).sort(byName);
     return {
@@ -256,7 +258,7 @@ export class DeltaLedger implements Ledger {
   }
 
   #with(typeUrl: TypeUrl, type: DeltaType): DeltaLedger {
-    return new DeltaLedger(this.streamId, this.#nonce, new Map(this.#types).set(typeUrl, type));
+    return new DeltaLedger(this.streamId, this.#nonce, withType(this.#types, typeUrl, type));
   }
 }
 

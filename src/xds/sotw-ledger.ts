@@ -3,6 +3,7 @@ import { isoTime } from '../iso-time.js';
 import { assertSealed, type Snapshot } from './snapshot.js';
 import { selectResources } from './select-resources.js';
 import { Subscription } from './subscription.js';
+import { NO_TYPES, slotOf, withType, type TypeSlots } from './type-slots.js';
 import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
 import type { StreamRequest, XdsRequest } from './xds-request.js';
 
@@ -31,12 +32,12 @@ function typeLedger(type: TypeLedger): TypeLedger {
 export class SotwLedger implements Ledger {
   readonly protocol = 'sotw';
   readonly #nonce: number;
-  readonly #types: TypeSlots;
+  readonly #types: TypeSlots<TypeLedger>;
 
   private constructor(
     readonly streamId: string,
     nonce: number,
-    types: TypeSlots,
+    types: TypeSlots<TypeLedger>,
   ) {
     this.#nonce = nonce;
     this.#types = types;
@@ -150,24 +151,6 @@ export class SotwLedger implements Ledger {
   #with(typeUrl: TypeUrl, type: TypeLedger): SotwLedger {
     return new SotwLedger(this.streamId, this.#nonce, withType(this.#types, typeUrl, typeLedger(type)));
   }
-}
-
-/**
- * Each type's record at its place in PUSH_ORDER, undefined until the client asks for the type:
- * four slots copied as the ledger moves, where a Map of three entries was more than twice the size
- * (every node's ledger is replaced at every change, and the collector copies what replaces it).
- */
-type TypeSlots = readonly (TypeLedger | undefined)[];
-
-// Not frozen: a frozen array's `slice` takes V8's slow path (15 times a plain one's), and every stream's first request slices it.
-const NO_TYPES: TypeSlots = PUSH_ORDER.map(() => undefined);
-
-const slotOf = (typeUrl: TypeUrl): number => PUSH_ORDER.indexOf(typeUrl);
-
-function withType(types: TypeSlots, typeUrl: TypeUrl, type: TypeLedger): TypeSlots {
-  const next = types.slice();
-  next[slotOf(typeUrl)] = type;
-  return next;
 }
 
 function sotwRequest(request: StreamRequest & { readonly typeUrl: TypeUrl }): XdsRequest & { readonly typeUrl: TypeUrl } {
