@@ -24,6 +24,7 @@ import type { FollowUpKind, SessionCallbacks } from './session-callbacks.js';
 import type { SessionScheduler } from './session-scheduler.js';
 import { LiveSession, type Session, type SessionKeeper } from './live-session.js';
 import { SessionStory } from './session-story.js';
+import { SessionSystems } from './session-systems.js';
 
 type Clock = NonNullable<ActorOptions<SessionMachine>['clock']>;
 
@@ -87,6 +88,7 @@ export class SessionRegistry implements SessionGateway {
   #telling = 0;
   /** Once shutting down or draining: why a stream whose first request still waited is refused. */
   #closing: string | undefined;
+  readonly #systems: SessionSystems;
 
   /** What every session tells the registry: one object for all of them. */
   readonly #keeper: SessionKeeper = {
@@ -113,6 +115,7 @@ export class SessionRegistry implements SessionGateway {
     this.#options = options;
     this.#log = options.logger;
     this.#callbacks = options.callbacks ?? {};
+    this.#systems = new SessionSystems(options.clock);
   }
 
   get size(): number {
@@ -261,8 +264,13 @@ export class SessionRegistry implements SessionGateway {
     const { evictionGrace, clock, historySize = 32 } = this.#options;
     // Optimization: XState builds inspection events for every step of an actor given `inspect`
     // (3× the cost of an event, bench/README.md): only a session chosen for live inspection has one.
+    // XState inspects only a root actor, with a system of its own: every other session shares one (session-systems.ts).
     const inspector = this.#callbacks.inspect?.(node);
-    const actor = createActor(sessionMachine, { input: { node, evictionGrace }, clock, ...(inspector && { inspect: (inspection: InspectionEvent) => inspector.next?.(inspection) }) });
+    const actor = createActor(sessionMachine, {
+      input: { node, evictionGrace },
+      clock,
+      ...(inspector ? { inspect: (inspection: InspectionEvent) => inspector.next?.(inspection) } : { parent: this.#systems.next() }),
+    });
     const session = new LiveSession(node, actor, new SessionStory(historySize), this.#keeper);
     actor.on('*', (intent) => this.#carryOut(session, intent));
     actor.subscribe(session);

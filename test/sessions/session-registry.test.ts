@@ -28,6 +28,7 @@ async function registry(scheduler = new SessionScheduler(), callbacks?: SessionC
   const parsed = validate(BACKEND);
   if (!parsed.ok) throw new Error('fixture is invalid');
   await store.put(parsed.resource);
+  const clock = new SimulatedClock();
   const sessions = new SessionRegistry({
     instanceId: 'registry',
     evictionGrace: 10_000,
@@ -38,13 +39,13 @@ async function registry(scheduler = new SessionScheduler(), callbacks?: SessionC
     revision: () => store.projection.revision,
     catchUp: () => store.refresh(),
     now: () => 0,
-    clock: new SimulatedClock(),
+    clock,
     scheduler,
     logger: pino({ level: 'silent' }),
     ...(callbacks && { callbacks }),
   });
   // What the server reports is carried out in order, in this turn or, once its slice is spent, in later ones.
-  return { sessions, store, views: new SessionViews(sessions, 'registry'), settled: () => scheduler.settled('requests'), close: () => store.close() };
+  return { sessions, store, clock, views: new SessionViews(sessions, 'registry'), settled: () => scheduler.settled('requests'), close: () => store.close() };
 }
 
 const NODE = 'default.backend-1';
@@ -142,6 +143,33 @@ describe('the sessions in node order, and their counts per state, kept by the re
     expect(inOrder()).toEqual([]);
     expect(sessions.counts()).toEqual(Object.fromEntries(SESSION_STATES.map((state) => [state, 0])));
     expect(views.inOrder(0, 10)).toEqual({ items: [], total: 0, counts: { byState: sessions.counts(), byInstance: {} } });
+    await close();
+  });
+});
+
+describe('sessions created under shared XState systems (session-systems.ts)', () => {
+  it('each keep their own eviction timer: nodes that came back stay, the others are evicted, across several systems', async () => {
+    const { sessions, clock, settled, close } = await registry();
+    // More sessions than one system hosts, each disconnected with its eviction grace running.
+    const nodes = Array.from({ length: 150 }, (_, at) => `default.node-${String(at).padStart(3, '0')}`);
+    nodes.forEach((node, at) => sessions.open(stream(`first-${at}`), new RecordingSink(), node, { ...first, nodeId: node }));
+    await settled();
+    nodes.forEach((node, at) => sessions.close(node, `first-${at}`, 'client closed the stream'));
+    await settled();
+    expect(sessions.counts()).toMatchObject({ disconnected: 150 });
+    const back = nodes.filter((_, at) => at % 3 === 0);
+    back.forEach((node) => sessions.open(stream(`again-${node}`), new RecordingSink(), node, { ...first, nodeId: node }));
+    await settled();
+
+    clock.increment(10_000);
+    await settled();
+    expect([...sessions.sessions()].map((session) => session.node).sort()).toEqual(back);
+    expect(sessions.counts()).toMatchObject({ 'awaiting-snapshot': back.length, disconnected: 0 });
+    back.forEach((node) => sessions.close(node, `again-${node}`, 'client closed the stream'));
+    await settled();
+    clock.increment(10_000);
+    await settled();
+    expect(sessions.size).toBe(0);
     await close();
   });
 });
