@@ -1,4 +1,4 @@
-import { encodeFields, lengthDelimited, type EncodedResource, type FieldPart } from './encode.js';
+import { encodeFields, KEPT, lengthDelimited, type EncodedResource, type FieldPart } from './encode.js';
 import type { DeltaResponse, SotwResponse, XdsResponse } from './ledger.js';
 
 // DiscoveryResponse field numbers (envoy/service/discovery/v3/discovery.proto).
@@ -77,7 +77,7 @@ export class ResponseEncoder {
       this.#sotwBodies.set(typeUrl, { resources, version, bytes: undefined });
       return undefined;
     }
-    last.bytes ??= encodeFields(this.#sotwFields(response));
+    last.bytes ??= encodeFields(this.#sotwFields(response), KEPT);
     return last.bytes;
   }
 
@@ -111,7 +111,7 @@ export class ResponseEncoder {
     const key = `${field}\n${typeUrl}`;
     let encoded = this.#typeUrls.get(key);
     if (!encoded) {
-      encoded = encodeFields([{ field, text: typeUrl }]);
+      encoded = encodeFields([{ field, text: typeUrl }], KEPT);
       this.#typeUrls.set(key, encoded);
     }
     return encoded;

@@ -44,6 +44,12 @@ describe('ResponseEncoder', () => {
     expect(sent).toEqual(wrapped);
   });
 
+  it('keeps a resource’s bytes in memory of their own, not in a slice of a pool that a small resource would keep whole', () => {
+    const tiny = endpoints('svc-tiny', 1);
+    expect(tiny.any.byteLength).toBeLessThan(200);
+    expect(tiny.any.buffer.byteLength).toBe(tiny.any.byteLength);
+  });
+
   it('gives each response its own nonce and version, in a buffer of its own', () => {
     const encoder = new ResponseEncoder('cp');
     const resources = [small, medium];
