@@ -86,7 +86,8 @@ interface DeltaType {
 /**
  * A type before its first request. Every type record is a copy of it with some fields changed,
  * so all of them have its fields in its order: one shape, which keeps every read of a type's
- * fields monomorphic (records built by spreads of differing sources had a shape each).
+ * fields monomorphic (records built by spreads of differing sources had a shape each). Its empty
+ * map and sets are shared like any other: they are replaced, never changed.
  */
 const UNSUBSCRIBED: DeltaType = {
   wildcard: false,
@@ -263,13 +264,13 @@ export class DeltaLedger implements Ledger {
 }
 
 /** A type's subscription after a request (rules 3–6). */
-function subscribed(known: DeltaType | undefined, request: DeltaRequest): DeltaType {
+function subscribed(known: DeltaType | undefined, request: DeltaRequest & { readonly typeUrl: TypeUrl }): DeltaType {
   const first = known === undefined;
   const { subscribe, unsubscribe } = request;
   // An ACK, a NACK or a bare request on a known type changes no subscription.
   if (!first && subscribe.length === 0 && unsubscribe.length === 0) return known;
   const type = known ?? UNSUBSCRIBED;
-  const wildcardType = FULL_STATE.has(request.typeUrl as TypeUrl);
+  const wildcardType = FULL_STATE.has(request.typeUrl);
   // Rule 6: what the client holds from an earlier stream comes with its first request of the type.
   const initial = Object.keys(request.initialVersions).length > 0;
   // The sets and the map are copied once one of them changes: most requests change one or none.
@@ -322,9 +323,8 @@ function subscribed(known: DeltaType | undefined, request: DeltaRequest): DeltaT
     ...type,
     wildcard,
     legacy,
-    names: names === undefined ? type.names : sharedNames.share(request.typeUrl as TypeUrl, orNone(names)),
-    // A held map is replaced, never changed: the first type's is a new one, not UNSUBSCRIBED's.
-    held: held ?? (first ? new Map() : type.held),
+    names: names === undefined ? type.names : sharedNames.share(request.typeUrl, orNone(names)),
+    held: held ?? type.held,
     owed: owed === undefined ? type.owed : orNone(owed),
     owedAll,
     absent: absent === undefined ? type.absent : orNone(absent),
