@@ -235,7 +235,7 @@ export class DeltaLedger implements Ledger {
       const typeUrl = PUSH_ORDER[slot]!;
       out[SHORT_NAME[typeUrl]] = {
         typeUrl,
-        subscription: { wildcard: type.wildcard, names: [...type.names].sort() },
+        subscription: { wildcard: type.wildcard, names: sortedNames(type.names) },
         ...(type.sent && { sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources, at: isoTime(type.sent.at) } }),
         ...(type.acked && { acked: { version: type.acked.version, nonce: type.acked.nonce, at: isoTime(type.acked.at) } }),
         ...(type.nacked && { nacked: { version: type.nacked.version, nonce: type.nacked.nonce, message: type.nacked.message, at: isoTime(type.nacked.at) } }),
@@ -352,6 +352,18 @@ function heldView(held: ReadonlyMap<string, Held>): Readonly<Record<string, stri
     heldViews.set(held, view);
   }
   return view;
+}
+
+/** A name set in order, as views show it: sorted once per set (sets are replaced, never changed, and shared by nodes subscribed alike). */
+const sortedSets = new WeakMap<ReadonlySet<string>, readonly string[]>();
+
+function sortedNames(names: ReadonlySet<string>): readonly string[] {
+  let sorted = sortedSets.get(names);
+  if (sorted === undefined) {
+    sorted = Object.freeze([...names].sort());
+    sortedSets.set(names, sorted);
+  }
+  return sorted;
 }
 
 function byName(a: EncodedResource, b: EncodedResource): number {

@@ -134,7 +134,7 @@ export class SotwLedger implements Ledger {
       const typeUrl = PUSH_ORDER[slot]!;
       out[SHORT_NAME[typeUrl]] = {
         typeUrl,
-        subscription: { wildcard: type.subscription.wildcard, names: [...type.subscription.sortedNames] },
+        subscription: type.subscription.view,
         ...(type.sent && {
           sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources.length, at: isoTime(type.sent.at) },
         }),

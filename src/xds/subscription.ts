@@ -22,7 +22,7 @@ export class Subscription {
    * join and look up the same names.
    */
   #lastUpdate: { readonly names: readonly string[]; readonly result: Subscription } | undefined;
-  #sortedNames: readonly string[] | undefined;
+  #view: { readonly wildcard: boolean; readonly names: readonly string[] } | undefined;
 
   private constructor(
     readonly typeUrl: TypeUrl,
@@ -60,9 +60,12 @@ export class Subscription {
     return subscriptions.get(interned) ?? subscriptions.intern(interned, new Subscription(typeUrl, wildcard, names, key, legacyWildcard, requested));
   }
 
-  /** The named resources in order: sorted once for every stream, and every view of one, that shows them. */
-  get sortedNames(): readonly string[] {
-    return (this.#sortedNames ??= Object.freeze([...this.names].sort()));
+  /**
+   * The subscription as a session view shows it, the names in order: sorted once, and one frozen
+   * object for every view of every stream subscribed alike.
+   */
+  get view(): { readonly wildcard: boolean; readonly names: readonly string[] } {
+    return (this.#view ??= Object.freeze({ wildcard: this.wildcard, names: Object.freeze([...this.names].sort()) }));
   }
 
   get empty(): boolean {
