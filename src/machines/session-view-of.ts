@@ -3,7 +3,6 @@ import { isoTime } from '../iso-time.js';
 import type { StreamAuthentication } from '../xds/index.js';
 import type { SessionMachine } from './session-machine.js';
 import { sessionStateOf, stateIdOf } from './session-states.js';
-import type { StreamInfo } from './session-events.js';
 import type { SessionView, TransitionRecord } from './session-view.js';
 
 /** Builds the API's view of a session from its actor snapshot. */
@@ -23,33 +22,20 @@ export function viewOf(
     state,
     ...(id !== state && { step: id }),
     instance,
-    ...(stream && { stream: streamView(stream) }),
+    ...(stream && {
+      stream: {
+        id: stream.id,
+        peer: stream.peer,
+        openedAt: isoTime(stream.openedAt),
+        protocol: stream.protocol,
+        authentication: authenticationView(stream.authentication),
+      },
+    }),
     ...(phase.state === 'serving' && { revision: phase.snapshot.revision }),
     ...(context.error && { error: { code: context.error.code, message: context.error.message } }),
     types,
     transitions,
   };
-}
-
-/**
- * A stream as views show it, made once per stream and shared by the views made from it, so
- * frozen: the session records build a view of every node that moved each second.
- */
-const streamViews = new WeakMap<StreamInfo, NonNullable<SessionView['stream']>>();
-
-function streamView(stream: StreamInfo): NonNullable<SessionView['stream']> {
-  let view = streamViews.get(stream);
-  if (view === undefined) {
-    view = Object.freeze({
-      id: stream.id,
-      peer: stream.peer,
-      openedAt: isoTime(stream.openedAt),
-      protocol: stream.protocol,
-      authentication: Object.freeze(authenticationView(stream.authentication)),
-    });
-    streamViews.set(stream, view);
-  }
-  return view;
 }
 
 function authenticationView(authentication: StreamAuthentication): NonNullable<SessionView['stream']>['authentication'] {

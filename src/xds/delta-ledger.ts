@@ -1,9 +1,9 @@
 import type { EncodedResource } from './encode.js';
+import { isoTime } from '../iso-time.js';
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
 import { assertSealed, type Snapshot, type TypeSnapshot } from './snapshot.js';
 import { NO_TYPES, slotOf, withType, type TypeSlots } from './type-slots.js';
-import { exchangeView, statusOf } from './type-status.js';
-import { FULL_STATE, PUSH_ORDER, type TypeUrl } from './type-urls.js';
+import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
 import type { DeltaRequest, StreamRequest } from './xds-request.js';
 
 const WILDCARD = '*';
@@ -238,12 +238,20 @@ export class DeltaLedger implements Ledger {
   }
 
   status(): Record<string, TypeStatus> {
-    return statusOf(this.#types, (typeUrl, type) => ({
-      typeUrl,
-      subscription: Object.freeze({ wildcard: type.wildcard, names: sortedNames(type.names) }),
-      ...exchangeView(type, type.sent?.resources ?? 0),
-      held: heldView(type.held),
-    }));
+    const out: Record<string, TypeStatus> = {};
+    for (const [slot, type] of this.#types.entries()) {
+      if (type === undefined) continue;
+      const typeUrl = PUSH_ORDER[slot]!;
+      out[SHORT_NAME[typeUrl]] = {
+        typeUrl,
+        subscription: { wildcard: type.wildcard, names: sortedNames(type.names) },
+        ...(type.sent && { sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources, at: isoTime(type.sent.at) } }),
+        ...(type.acked && { acked: { version: type.acked.version, nonce: type.acked.nonce, at: isoTime(type.acked.at) } }),
+        ...(type.nacked && { nacked: { version: type.nacked.version, nonce: type.nacked.nonce, message: type.nacked.message, at: isoTime(type.nacked.at) } }),
+        held: heldView(type.held),
+      };
+    }
+    return out;
   }
 
   report(typeUrl: TypeUrl): TypeReport | undefined {

@@ -1,10 +1,10 @@
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
+import { isoTime } from '../iso-time.js';
 import { assertSealed, type Snapshot } from './snapshot.js';
 import { selectResources } from './select-resources.js';
 import { Subscription } from './subscription.js';
 import { NO_TYPES, slotOf, withType, type TypeSlots } from './type-slots.js';
-import { exchangeView, statusOf } from './type-status.js';
-import { FULL_STATE, PUSH_ORDER, type TypeUrl } from './type-urls.js';
+import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
 import type { StreamRequest, XdsRequest } from './xds-request.js';
 
 interface TypeLedger extends Omit<TypeReport, 'perResourceVersions'> {
@@ -128,11 +128,23 @@ export class SotwLedger implements Ledger {
 
   /** Per-type status for inspection, keyed by short name. */
   status(): Record<string, TypeStatus> {
-    return statusOf(this.#types, (typeUrl, type) => ({
-      typeUrl,
-      subscription: type.subscription.view,
-      ...exchangeView(type, type.sent?.resources.length ?? 0),
-    }));
+    const out: Record<string, TypeStatus> = {};
+    for (const [slot, type] of this.#types.entries()) {
+      if (type === undefined) continue;
+      const typeUrl = PUSH_ORDER[slot]!;
+      out[SHORT_NAME[typeUrl]] = {
+        typeUrl,
+        subscription: type.subscription.view,
+        ...(type.sent && {
+          sent: { version: type.sent.version, nonce: type.sent.nonce, resources: type.sent.resources.length, at: isoTime(type.sent.at) },
+        }),
+        ...(type.acked && { acked: { version: type.acked.version, nonce: type.acked.nonce, at: isoTime(type.acked.at) } }),
+        ...(type.nacked && {
+          nacked: { version: type.nacked.version, nonce: type.nacked.nonce, message: type.nacked.message, at: isoTime(type.nacked.at) },
+        }),
+      };
+    }
+    return out;
   }
 
   /** This ledger with `type` as the type's record, in the records' one shape. */
