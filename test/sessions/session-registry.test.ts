@@ -59,6 +59,7 @@ describe('I4: a superseded stream can no longer touch the node', () => {
     sessions.open(stream('old'), older, NODE, first);
     await settled();
     expect(older.sent.map((response) => response.typeUrl)).toEqual([CLUSTER]);
+    expect(views.get(NODE)?.stream?.id).toBe('old');
     sessions.open(stream('new'), newer, NODE, first);
     await settled();
     expect(older.ended?.code).toBe('ABORTED');
