@@ -42,8 +42,16 @@ export function envoyRoot(): protobuf.Root {
   return root;
 }
 
+// protobufjs walks its namespaces on every lookup; a node's first resources look up their types each.
+const types = new Map<string, protobuf.Type>();
+
 export function lookupType(name: string): protobuf.Type {
-  return envoyRoot().lookupType(name);
+  let type = types.get(name);
+  if (type === undefined) {
+    type = envoyRoot().lookupType(name);
+    types.set(name, type);
+  }
+  return type;
 }
 
 export function lookupService(name: string): protobuf.Service {
