@@ -1,6 +1,8 @@
+import { anyOf } from '../xds/index.js';
+
 /**
  * Pieces of Envoy configuration that several generated resources share, in protobufjs
- * object form (enum names, embedded `Any` as `{ '@type': url, ...fields }`).
+ * object form (enum names; an embedded `Any` encoded beforehand, as `{ type_url, value }`).
  */
 
 export const TCP_PROXY = 'envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy';
@@ -8,9 +10,9 @@ export const HTTP_CONNECTION_MANAGER =
   'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 export const ROUTER = 'envoy.extensions.filters.http.router.v3.Router';
 
-/** An embedded `Any`; `fromObject` encodes it with the named message type. */
+/** An embedded `Any` of the named message type. */
 export function typedConfig(messageName: string, fields: object = {}): object {
-  return { '@type': `type.googleapis.com/${messageName}`, ...fields };
+  return anyOf(messageName, fields);
 }
 
 /**

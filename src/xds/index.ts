@@ -1,6 +1,6 @@
 export { contentHash } from './content-hash.js';
 export { decodeAny, decodeDeltaResponse, decodeResponse, type DecodedDeltaResource, type DecodedDeltaResponse, type DecodedResponse } from './decode.js';
-export { encodeCount, encodeResource, InvalidResourceError, type EncodedResource } from './encode.js';
+export { anyOf, encodeCount, encodeResource, InvalidResourceError, type EncodedResource } from './encode.js';
 export { toProtoJson } from './proto-json.js';
 export { lookupType } from './protos.js';
 export { ResourceSet, versionOf } from './resource-set.js';
