@@ -23,18 +23,14 @@ const NONE: ReadonlySet<string> = new Set();
 /** `names`, or the shared empty set when it has none. */
 const orNone = (names: ReadonlySet<string>): ReadonlySet<string> => (names.size === 0 ? NONE : names);
 
-/** Name sets a type remembers a value for before it forgets them all: a fleet of unique subscriptions shares nothing, and keeps nothing. */
-const SHARED_NAME_SETS = 1_024;
-
 /**
- * Values a step made, handed out again for an equal one: nodes subscribed alike hold the same
- * map and subscribe the same names (10,000 nodes sent the same endpoints hold one map, and one
- * view of it), though not one after another — each calls its own services. So each type keeps
- * the last value made for each set of names. Safe because maps and sets are replaced, never
- * changed, once a type holds them.
+ * The last value of each type a step made, handed out again for an equal one: a storm or a change
+ * makes the same held map and the same subscribed names for node after node (10,000 nodes sent
+ * the same clusters hold one map, and one view of it). Safe because maps and sets are replaced,
+ * never changed, once a type holds them.
  */
-class Shared<T extends ReadonlyMap<string, unknown> | ReadonlySet<string>> {
-  readonly #byType = new Map<TypeUrl, Map<string, T>>();
+class LastOfEachType<T extends { readonly size: number }> {
+  readonly #last = new Map<TypeUrl, T>();
   readonly #same: (last: T, value: T) => boolean;
 
   constructor(same: (last: T, value: T) => boolean) {
@@ -42,24 +38,19 @@ class Shared<T extends ReadonlyMap<string, unknown> | ReadonlySet<string>> {
   }
 
   share(typeUrl: TypeUrl, value: T): T {
-    let byNames = this.#byType.get(typeUrl);
-    if (byNames === undefined) this.#byType.set(typeUrl, (byNames = new Map()));
-    // In the order the names were added: nodes that added the same names in another order only miss sharing.
-    const names = [...value.keys()].join('\n');
-    const last = byNames.get(names);
+    const last = this.#last.get(typeUrl);
     if (last !== undefined && last.size === value.size && this.#same(last, value)) return last;
-    if (byNames.size >= SHARED_NAME_SETS) byNames.clear();
-    byNames.set(names, value);
+    this.#last.set(typeUrl, value);
     return value;
   }
 }
 
-const sharedHeld = new Shared<ReadonlyMap<string, Held>>((last, held) => {
+const sharedHeld = new LastOfEachType<ReadonlyMap<string, Held>>((last, held) => {
   for (const [name, holds] of held) if (last.get(name) !== holds) return false;
   return true;
 });
 
-const sharedNames = new Shared<ReadonlySet<string>>((last, names) => {
+const sharedNames = new LastOfEachType<ReadonlySet<string>>((last, names) => {
   for (const name of names) if (!last.has(name)) return false;
   return true;
 });
