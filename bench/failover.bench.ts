@@ -24,7 +24,7 @@ import type { FailoverResult } from './fleet.js';
 import { FleetGroup } from './support/fleet-group.js';
 import type { ServerApi } from './server.js';
 import type { UsageSample } from './support/process-probes.js';
-import { BenchChildren, canPin } from './support/bench-children.js';
+import { BenchChildren, canPin, serverNodeFlags } from './support/bench-children.js';
 import { startBenchPostgres, type BenchPostgres } from './support/bench-postgres.js';
 import { ChildLink, monotonicMs } from './support/child-link.js';
 import type { PhaseProfile } from './support/cpu-profile.js';
@@ -175,7 +175,7 @@ function pinnedTo(cpu: string, options: Options): { cpus?: string } {
 
 async function startInstance(name: string, instanceId: string, store: string, options: Options, workers = 1) {
   const link = children.track(
-    ChildLink.fork<ServerApi>(name, 'server.ts', { nodeFlags: ['--expose-gc', '--max-old-space-size=4096'], ...pinnedTo('0', options) }),
+    ChildLink.fork<ServerApi>(name, 'server.ts', { nodeFlags: serverNodeFlags(), ...pinnedTo('0', options) }),
   );
   const started = await link.request('start', { refreshInterval: 1_000, store, instanceId, streamsPerConnection: options.streamsPerConnection, workers }, 60 * SECOND);
   return { link, ...started };

@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import type { CeilingApi, ResponseSizes } from './ceiling-server.js';
 import type { ConnectResult } from './fleet.js';
 import type { ServerApi } from './server.js';
-import { BenchChildren, canPin } from './support/bench-children.js';
+import { BenchChildren, canPin, serverNodeFlags } from './support/bench-children.js';
 import { ChildLink, monotonicMs } from './support/child-link.js';
 import type { PhaseProfile } from './support/cpu-profile.js';
 import type { WireProtocol } from './support/discovery-wire.js';
@@ -211,7 +211,7 @@ function startFleet(options: Options): FleetGroup {
 
 /** The server child: pinned to CPU 0 beside a fleet on CPU 1, with a heap for 10,000 sessions. */
 function forkServer<T extends ServerApi | CeilingApi>(name: string, script: string, options: Options): ChildLink<T> {
-  return children.track(ChildLink.fork<T>(name, script, { nodeFlags: ['--expose-gc', '--max-old-space-size=4096', ...(process.env.BENCH_SERVER_FLAGS?.split(' ').filter(Boolean) ?? [])], ...(options.pin && { cpus: '0' }) }));
+  return children.track(ChildLink.fork<T>(name, script, { nodeFlags: serverNodeFlags(), ...(options.pin && { cpus: '0' }) }));
 }
 
 /** The server and the fleet a storm and its changes are measured on, whichever the server. */

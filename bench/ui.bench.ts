@@ -17,7 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { FleetApi } from './fleet.js';
 import type { ApiServerApi } from './support/api-server-child.js';
-import { BenchChildren, canPin } from './support/bench-children.js';
+import { BenchChildren, canPin, serverNodeFlags } from './support/bench-children.js';
 import { ChildLink } from './support/child-link.js';
 import type { PhaseProfile } from './support/cpu-profile.js';
 import { nodeId, type MeshShape } from './support/mesh-shape.js';
@@ -138,7 +138,7 @@ async function runSize(nodes: number, options: Options): Promise<SizeResult> {
   const shape: MeshShape = { nodes: nodes + churn, services: options.services };
   const pinned = (cpu: string) => (options.pin ? { cpus: cpu } : {});
   console.log(`\n[ui] N=${nodes}: starting the control plane with its HTTP API`);
-  const server = children.track(ChildLink.fork<ApiServerApi>('api-server', 'support/api-server-child.ts', { nodeFlags: ['--max-old-space-size=4096'], ...pinned('0') }));
+  const server = children.track(ChildLink.fork<ApiServerApi>('api-server', 'support/api-server-child.ts', { nodeFlags: serverNodeFlags(), ...pinned('0') }));
   try {
     const { xds, api, readerApi } = await server.request('start', { evictionGrace: EVICTION_GRACE_MS, streamsPerConnection: options.streamsPerConnection }, 30 * SECOND);
     const base = `http://${api}`;

@@ -1,6 +1,7 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=64
 // The `chancery` command. Runs the compiled CLI when `npm run build` has made one, and the
-// TypeScript source through tsx otherwise, so `npx chancery` works in a fresh clone.
+// TypeScript source through tsx otherwise, so `npx chancery` works in a fresh clone. The first
+// line passes Node the flags `chancery run` starts with (src/cli/node-flags.ts).
 import { existsSync } from 'node:fs';
 
 const built = new URL('../dist/cli/main.js', import.meta.url);

@@ -1,4 +1,14 @@
 import { execFileSync } from 'node:child_process';
+import { NODE_FLAGS } from '../../src/cli/node-flags.js';
+
+/**
+ * Node flags of a server child, the ceiling's too: `chancery run`'s own (src/cli/node-flags.ts),
+ * a heap for 10,000 sessions, `gc()` for the memory columns, then `BENCH_SERVER_FLAGS` (V8 takes a
+ * flag's last value: `BENCH_SERVER_FLAGS=--max-semi-space-size=16` measures V8's default).
+ */
+export function serverNodeFlags(): string[] {
+  return ['--expose-gc', '--max-old-space-size=4096', ...NODE_FLAGS, ...(process.env.BENCH_SERVER_FLAGS?.split(' ').filter(Boolean) ?? [])];
+}
 
 interface Killable {
   kill(): void;
