@@ -2,13 +2,13 @@
  * The Node flags `chancery run` starts with: `npm start`, `npm run chancery` and
  * `bin/chancery.js` (its first line) pass them, and `--workers` hands them on to each worker.
  *
- * A young generation of 64 MB semi-spaces, where V8 takes 16 MB on this size of machine: a
+ * A young generation of 32 MB semi-spaces, where V8 takes 16 MB on this size of machine: a
  * session's state is replaced at every push and every ACK, and with 16 MB the replaced state
  * lives through two scavenges, is promoted, and fills the old generation until a major GC of a
- * 300 MB heap falls inside a change every second change or so. At 10,000 sessions a change
- * costs 55–85 µs a node instead of 62–129 and a connection storm 5–10 % less CPU; the loop lag
- * p99 in a change is 40–60 ms (once 77), where the default's is 25–45 ms with spikes of 56–170
- * ms whenever a major GC falls in (bench/README.md). A service embedding Chancery can start
- * Node with them too.
+ * 300 MB heap falls inside every second change. With 32 MB one fell in 3 of 24 changes: at
+ * 10,000 sessions a change costs 55–84 µs a node (100–105 with the major GC) instead of 62–129,
+ * the loop lag p99 in a change 36–46 ms. 64 MB spares a few µs more but holds the lag at 45–60
+ * ms, and the process 85 MB more while busy, against 37 MB for 32 (bench/README.md). A service
+ * embedding Chancery can start Node with them too.
  */
-export const NODE_FLAGS = ['--max-semi-space-size=64'] as const;
+export const NODE_FLAGS = ['--max-semi-space-size=32'] as const;
