@@ -158,6 +158,9 @@ describe('sessions created under shared XState systems (session-systems.ts)', ()
     nodes.forEach((node, at) => sessions.close(node, `first-${at}`, 'client closed the stream'));
     await settled();
     expect(sessions.counts()).toMatchObject({ disconnected: 150 });
+    // I3: the systems outlive their sessions, so once every session is evicted none may keep a timer.
+    const systems = new Set([...sessions.sessions()].map((session) => session.actor.system));
+    expect(systems.size).toBeGreaterThan(1);
     const back = nodes.filter((_, at) => at % 3 === 0);
     back.forEach((node) => sessions.open(stream(`again-${node}`), new RecordingSink(), node, { ...first, nodeId: node }));
     await settled();
@@ -171,6 +174,7 @@ describe('sessions created under shared XState systems (session-systems.ts)', ()
     clock.increment(10_000);
     await settled();
     expect(sessions.size).toBe(0);
+    for (const system of systems) expect(system.getSnapshot()._scheduledEvents).toEqual({});
     await close();
   });
 });
