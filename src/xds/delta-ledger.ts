@@ -2,7 +2,7 @@ import type { EncodedResource } from './encode.js';
 import { isoTime } from '../iso-time.js';
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
 import { assertSealed, type Snapshot, type TypeSnapshot } from './snapshot.js';
-import { NO_TYPES, slotOf, withType, type TypeSlots } from './type-slots.js';
+import { lastNacked, NO_TYPES, slotOf, typesIn, withType, type TypeSlots } from './type-slots.js';
 import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
 import type { DeltaRequest, StreamRequest } from './xds-request.js';
 
@@ -215,7 +215,7 @@ export class DeltaLedger implements Ledger {
   }
 
   requestedTypes(): readonly TypeUrl[] {
-    return PUSH_ORDER.filter((_, slot) => this.#types[slot] !== undefined);
+    return typesIn(this.#types);
   }
 
   holdsConfiguration(): boolean {
@@ -224,8 +224,7 @@ export class DeltaLedger implements Ledger {
   }
 
   nacking(): boolean {
-    for (const type of this.#types) if (type?.sent !== undefined && type.nacked?.nonce === type.sent.nonce) return true;
-    return false;
+    return lastNacked(this.#types);
   }
 
   status(): Record<string, TypeStatus> {

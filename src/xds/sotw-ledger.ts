@@ -3,7 +3,7 @@ import { isoTime } from '../iso-time.js';
 import { assertSealed, type Snapshot } from './snapshot.js';
 import { selectResources } from './select-resources.js';
 import { Subscription } from './subscription.js';
-import { NO_TYPES, slotOf, withType, type TypeSlots } from './type-slots.js';
+import { lastNacked, NO_TYPES, slotOf, typesIn, withType, type TypeSlots } from './type-slots.js';
 import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
 import type { StreamRequest, XdsRequest } from './xds-request.js';
 
@@ -104,7 +104,7 @@ export class SotwLedger implements Ledger {
 
   /** Types the client has asked for on this stream, in push order (I5). */
   requestedTypes(): readonly TypeUrl[] {
-    return PUSH_ORDER.filter((_, slot) => this.#types[slot] !== undefined);
+    return typesIn(this.#types);
   }
 
   /** Whether the stream's first request said the client holds configuration (a version it was sent before). */
@@ -120,10 +120,7 @@ export class SotwLedger implements Ledger {
 
   /** Whether the last response of some type was NACKed: `status()`'s answer, without building it. */
   nacking(): boolean {
-    for (const type of this.#types) {
-      if (type?.sent !== undefined && type.nacked?.nonce === type.sent.nonce) return true;
-    }
-    return false;
+    return lastNacked(this.#types);
   }
 
   /** Per-type status for inspection, keyed by short name. */

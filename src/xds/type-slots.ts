@@ -18,3 +18,20 @@ export function withType<T>(types: TypeSlots<T>, typeUrl: TypeUrl, type: T): Typ
   next[slotOf(typeUrl)] = type;
   return next;
 }
+
+/** The types that have a record, in push order: those the client has asked for. */
+export function typesIn(types: TypeSlots<unknown>): readonly TypeUrl[] {
+  return PUSH_ORDER.filter((_, slot) => types[slot] !== undefined);
+}
+
+/** What both ledgers record of a type's exchanges, for `lastNacked`. */
+interface Exchanged {
+  readonly sent?: { readonly nonce: string } | undefined;
+  readonly nacked?: { readonly nonce: string } | undefined;
+}
+
+/** Whether the last response of some type was NACKed. */
+export function lastNacked(types: TypeSlots<Exchanged>): boolean {
+  for (const type of types) if (type?.sent !== undefined && type.nacked?.nonce === type.sent.nonce) return true;
+  return false;
+}
