@@ -1,19 +1,12 @@
-import { anyOf } from '../xds/index.js';
-
 /**
  * Pieces of Envoy configuration that several generated resources share, in protobufjs
- * object form (enum names; an embedded `Any` encoded beforehand, as `{ type_url, value }`).
+ * object form (enum names). An embedded `Any` is `anyOf`'s (src/xds/encode.ts), encoded beforehand.
  */
 
 export const TCP_PROXY = 'envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy';
 export const HTTP_CONNECTION_MANAGER =
   'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 export const ROUTER = 'envoy.extensions.filters.http.router.v3.Router';
-
-/** An embedded `Any` of the named message type. */
-export function typedConfig(messageName: string, fields: object = {}): object {
-  return anyOf(messageName, fields);
-}
 
 /**
  * Where a Listener's routes or a Cluster's endpoints come from: the same ADS stream, v3. gRPC

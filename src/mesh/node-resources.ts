@@ -1,6 +1,6 @@
-import { CLUSTER, encodeResource, LISTENER, ResourceSet, type EncodedResource } from '../xds/index.js';
+import { anyOf, CLUSTER, encodeResource, LISTENER, ResourceSet, type EncodedResource } from '../xds/index.js';
 import type { Held } from './generation-input.js';
-import { CONNECT_TIMEOUT, TCP_PROXY, socketAddress, statPrefix, typedConfig } from './envoy-fragments.js';
+import { CONNECT_TIMEOUT, TCP_PROXY, socketAddress, statPrefix } from './envoy-fragments.js';
 import { inboundListenerName, localClusterName, outboundListenerName } from './names.js';
 import type { MeshServices } from './mesh-services.js';
 import type { Dataplane } from './resources.js';
@@ -80,7 +80,7 @@ function tcpProxyListener(
         filters: [
           {
             name: 'envoy.filters.network.tcp_proxy',
-            typed_config: typedConfig(TCP_PROXY, {
+            typed_config: anyOf(TCP_PROXY, {
               stat_prefix: statPrefix(cluster),
               cluster,
               ...(direction === 'OUTBOUND' && { max_connect_attempts: { value: OUTBOUND_CONNECT_ATTEMPTS } }),

@@ -1,4 +1,4 @@
-import { CLUSTER, encodeResource, ENDPOINT, LISTENER, ROUTE, type EncodedResource } from '../xds/index.js';
+import { anyOf, CLUSTER, encodeResource, ENDPOINT, LISTENER, ROUTE, type EncodedResource } from '../xds/index.js';
 import {
   ADS_CONFIG_SOURCE,
   CONNECT_TIMEOUT,
@@ -6,7 +6,6 @@ import {
   ROUTER,
   socketAddress,
   statPrefix,
-  typedConfig,
 } from './envoy-fragments.js';
 import { serviceResourceName } from './names.js';
 
@@ -104,11 +103,11 @@ function apiListener(name: string): EncodedResource {
     {
       name,
       api_listener: {
-        api_listener: typedConfig(HTTP_CONNECTION_MANAGER, {
+        api_listener: anyOf(HTTP_CONNECTION_MANAGER, {
           stat_prefix: statPrefix(name),
           rds: { route_config_name: name, config_source: ADS_CONFIG_SOURCE },
           // gRPC requires the router to be the last HTTP filter.
-          http_filters: [{ name: 'envoy.filters.http.router', typed_config: typedConfig(ROUTER) }],
+          http_filters: [{ name: 'envoy.filters.http.router', typed_config: anyOf(ROUTER) }],
         }),
       },
     },
