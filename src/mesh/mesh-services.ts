@@ -1,4 +1,4 @@
-import { ResourceSet } from '../xds/index.js';
+import { ResourceSet, type EncodedResource } from '../xds/index.js';
 import type { Held, MeshResources } from './generation-input.js';
 import type { Mesh } from './resources.js';
 import { emptyAssignment, serviceResources, type Endpoint, type ServiceResources } from './service-resources.js';
@@ -24,11 +24,11 @@ export class MeshServices {
     // names is unchanged their sets are reused, and so are the references already checked.
     const sameNames = previous !== undefined && sameKeys(previous.#services, services);
     const all = [...services.values()];
-    this.listeners = sameNames ? previous.listeners : [new ResourceSet(all.map((s) => s.listener))];
-    this.routes = sameNames ? previous.routes : [new ResourceSet(all.map((s) => s.route))];
-    this.clusters = sameNames ? previous.clusters : [new ResourceSet(all.map((s) => s.cluster))];
+    this.listeners = sameNames ? previous.listeners : shared(all.map((s) => s.listener));
+    this.routes = sameNames ? previous.routes : shared(all.map((s) => s.route));
+    this.clusters = sameNames ? previous.clusters : shared(all.map((s) => s.cluster));
     const sameEndpoints = sameNames && [...services].every(([name, s]) => previous.#services.get(name) === s);
-    this.endpoints = sameEndpoints ? previous.endpoints : [new ResourceSet(all.map((s) => s.assignment))];
+    this.endpoints = sameEndpoints ? previous.endpoints : shared(all.map((s) => s.assignment));
   }
 
   /**
@@ -53,6 +53,11 @@ export class MeshServices {
   service(name: string): ServiceResources | undefined {
     return this.#services.get(name);
   }
+}
+
+/** A list of shared sets, frozen: every node's snapshot holds it as it is, without a copy of its own. */
+function shared(resources: readonly EncodedResource[]): readonly ResourceSet[] {
+  return Object.freeze([new ResourceSet(resources)]);
 }
 
 /** What carries over between states of one mesh, so an unrelated change re-encodes nothing. */
