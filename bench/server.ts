@@ -23,7 +23,7 @@ export type ServerApi = ProbeApi & {
    * after goes to them, and their answers are added up.
    */
   start: {
-    args: { refreshInterval: number; store?: string; instanceId?: string; streamsPerConnection: number; api?: boolean; workers?: number };
+    args: { refreshInterval: number; store?: string; instanceId?: string; streamsPerConnection: number; api?: boolean; workers?: number; pregenerate?: boolean };
     /** `api`: the HTTP API's address, when `api` asked for one. */
     result: { xds: string; api?: string; pid: number; ms: number };
   };
@@ -64,7 +64,7 @@ type Handlers = { [K in keyof ServerApi]: (args: ServerApi[K]['args']) => Promis
 /** What one control plane answers: this process's when it runs alone, a worker's with `workers`. */
 const instance: Handlers = {
   ...processProbes(),
-  async start({ refreshInterval, store = 'memory', instanceId = 'bench', streamsPerConnection, api = false }) {
+  async start({ refreshInterval, store = 'memory', instanceId = 'bench', streamsPerConnection, api = false, pregenerate = true }) {
     const started = monotonicMs();
     cp = createControlPlane({
       xdsAddress: '127.0.0.1:0',
@@ -73,6 +73,7 @@ const instance: Handlers = {
       instanceId,
       refreshInterval,
       xdsLimits: { maxStreamsPerConnection: streamsPerConnection },
+      pregenerate,
       logger: pino({ level: 'warn' }, pino.destination(2)),
     });
     await cp.start();

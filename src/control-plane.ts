@@ -14,7 +14,7 @@ import {
   type RefusalSummary,
   type TlsFilePaths,
 } from './identity/index.js';
-import { fleetSessions, recordedSessions, type FleetSession, SessionRecorder } from './fleet/index.js';
+import { fleetSessions, Pregeneration, recordedSessions, type FleetSession, SessionRecorder } from './fleet/index.js';
 import { connectInspector, type SessionInspector } from './inspector/index.js';
 import type { SessionView } from './machines/index.js';
 import { generate, validate, type Resource, type ResourceKey } from './mesh/index.js';
@@ -238,6 +238,8 @@ class ChanceryControlPlane implements ControlPlane {
     this.#running = { log, store, subscriptions: [], tls: followed };
     await store.start();
     let admitted = store.projection;
+    const pregeneration = (options.pregenerate ?? DEFAULTS.pregenerate) ? this.#pregeneration() : undefined;
+    pregeneration?.follow(store.projection);
     const subscriptions = [
       // Before the sessions hear of a change: a stream it no longer admits ends before anything more is sent on it.
       store.projections.subscribe((projection) => {
@@ -245,6 +247,7 @@ class ChanceryControlPlane implements ControlPlane {
         admitted = projection;
       }),
       store.projections.subscribe((projection) => registry.advance(projection.revision)),
+      ...(pregeneration ? [store.projections.subscribe((projection) => pregeneration.follow(projection))] : []),
       this.metrics.followChangeFeed(store.projections, store.projection.revision),
       (options.watchdog ?? interval(options.refreshInterval ?? DEFAULTS.refreshInterval)).subscribe(() => registry.tick()),
     ];
@@ -299,6 +302,25 @@ class ChanceryControlPlane implements ControlPlane {
       },
       'chancery started',
     );
+  }
+
+  /** Generation ahead of the nodes, from the projection current when each dataplane's turn comes; not timed with the sessions' own. */
+  #pregeneration(): Pregeneration {
+    return new Pregeneration({
+      generate: (node) => {
+        // Stopped meanwhile: the scheduler still runs what was queued.
+        const running = this.#running;
+        if (running === undefined) return;
+        try {
+          generate(node, running.store.projection);
+        } catch (error) {
+          // The scheduler's work must not throw; the node's own session meets the same error and reports it.
+          this.#logger.warn({ err: error, node }, 'generating ahead of the node failed');
+        }
+      },
+      scheduler: this.#scheduler,
+      generated: () => this.metrics.pregenerated(),
+    });
   }
 
   #tlsFiles(paths: TlsFilePaths): TlsFiles {

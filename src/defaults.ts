@@ -14,6 +14,7 @@ export const DEFAULTS = {
   maxConnectionAge: 'off',
   drainPeriod: 5_000,
   tlsReloadInterval: 1_000,
+  pregenerate: true,
   /**
    * Generous for real clients: an Envoy sends a handful of requests in a burst on connect and
    * one stream per connection; a valid node id has at most 127 characters; Istio's node

@@ -69,6 +69,7 @@ export class ControlPlaneMetrics implements SessionCallbacks {
   readonly #nacks: Record<TypeUrl, number>;
   readonly #responseBytes: PerType<Histogram.Internal<'type_url'>>;
   readonly #generation: Histogram;
+  readonly #pregenerations: Counter;
   readonly #changeFeedLag: Histogram;
   readonly #refusals: Counter<'reason'>;
   readonly #apiDenials: Counter<'status'>;
@@ -158,6 +159,11 @@ export class ControlPlaneMetrics implements SessionCallbacks {
       responseBytes.zero({ type_url: typeUrl });
       return responseBytes.labels({ type_url: typeUrl });
     });
+    this.#pregenerations = new Counter({
+      name: 'chancery_pregenerations_total',
+      help: "Dataplanes' configurations generated ahead of their nodes connecting here (once per write of a dataplane).",
+      registers,
+    });
     this.#generation = new Histogram({
       name: 'chancery_snapshot_generation_seconds',
       help: "Time to generate one node's snapshot from the store's projection.",
@@ -223,6 +229,11 @@ export class ControlPlaneMetrics implements SessionCallbacks {
   /** One snapshot generation took `seconds`. */
   generated(seconds: number): void {
     this.#generation.observe(seconds);
+  }
+
+  /** A dataplane's configuration was generated ahead of its node. */
+  pregenerated(): void {
+    this.#pregenerations.inc();
   }
 
   /**

@@ -14,6 +14,7 @@ import {
   parseCount,
   parseInstanceId,
   parseLogLevel,
+  parseOnOff,
   parseOptionalDuration,
   parsePositiveDuration,
   parseDuration,
@@ -147,6 +148,14 @@ export const RUN_OPTIONS = {
     value: 'DURATION',
     help: 'on SIGTERM or SIGINT, end the open streams spread over this long, then exit',
     parse: parseDuration,
+  },
+  pregenerate: {
+    flag: 'pregenerate',
+    env: 'CHANCERY_PREGENERATE',
+    default: DEFAULTS.pregenerate ? 'on' : 'off',
+    value: 'on|off',
+    help: "generate every dataplane's configuration ahead of its node, while idle, so a failover or scale-out is served from encoded resources (about 2 KB a dataplane)",
+    parse: parseOnOff,
   },
   retention: {
     flag: 'retention',
@@ -314,6 +323,7 @@ export function controlPlaneOptionsOf(config: RunConfig, logger: Logger): Contro
     instanceTtl: config.instanceTtl,
     maxConnectionAge: config.maxConnectionAge,
     drainPeriod: config.drainPeriod,
+    pregenerate: config.pregenerate,
     xdsLimits: {
       maxNodeIdLength: config.xdsMaxNodeIdLength,
       maxNodeMetadataBytes: config.xdsMaxMetadataBytes,

@@ -102,3 +102,8 @@ export function parseApiAuth(text: string): 'none' | 'token' {
   if (text !== 'none' && text !== 'token') throw new Error(`expected none or token; got "${text}"`);
   return text;
 }
+
+export function parseOnOff(text: string): boolean {
+  if (text !== 'on' && text !== 'off') throw new Error(`expected on or off; got "${text}"`);
+  return text === 'on';
+}

@@ -1,2 +1,3 @@
 export { fleetSessions, recordedSessions, type FleetSession } from './fleet-sessions.js';
 export { SessionRecorder, type SessionRecorderOptions } from './session-recorder.js';
+export { Pregeneration, type PregenerationOptions } from './pregeneration.js';

@@ -55,11 +55,12 @@ class BatchQueue {
 /**
  * How urgent a batch is, most urgent first: `fan-out` (a store change, a tick or catch-ups
  * reaching sessions), `requests` (what the xDS server reports, one batch each), `background`
- * (the session records' views).
+ * (the session records' views), `idle` (work that only saves later work: dataplanes'
+ * configuration generated ahead of their nodes).
  */
-export type Lane = 'fan-out' | 'requests' | 'background';
+export type Lane = 'fan-out' | 'requests' | 'background' | 'idle';
 
-const LANES: readonly Lane[] = ['fan-out', 'requests', 'background'];
+const LANES: readonly Lane[] = ['fan-out', 'requests', 'background', 'idle'];
 
 /**
  * ms a background batch waits at most behind requests: in a storm requests never run out, and
@@ -86,13 +87,13 @@ const BACKGROUND_MAX_WAIT_MS = 1_000;
  * requests of a storm still waiting their turn, and is never queued behind 10,000 records being
  * built; within a lane, batches run in the order they were scheduled. A background batch that
  * has waited BACKGROUND_MAX_WAIT_MS goes before requests (never before a fan-out), so a storm
- * cannot starve it.
+ * cannot starve it. An idle batch never goes before anything: a storm does wait for it.
  */
 export class SessionScheduler {
   readonly #now: () => number;
   readonly #defer: (turn: () => void) => void;
   readonly #sliceMs: number;
-  readonly #lanes: Record<Lane, BatchQueue> = { 'fan-out': new BatchQueue(), requests: new BatchQueue(), background: new BatchQueue() };
+  readonly #lanes: Record<Lane, BatchQueue> = { 'fan-out': new BatchQueue(), requests: new BatchQueue(), background: new BatchQueue(), idle: new BatchQueue() };
   #pending = false;
   /** When this turn's slice is spent; undefined until work runs in the turn. */
   #sliceEnd: number | undefined;
@@ -134,10 +135,11 @@ export class SessionScheduler {
 
   /** The most urgent lane with work; undefined when none has. */
   #next(): BatchQueue | undefined {
-    const { 'fan-out': fanOut, requests, background } = this.#lanes;
+    const { 'fan-out': fanOut, requests, background, idle } = this.#lanes;
     if (fanOut.length > 0) return fanOut;
     if (background.length > 0 && (requests.length === 0 || this.#now() - background.first!.at >= BACKGROUND_MAX_WAIT_MS)) return background;
     if (requests.length > 0) return requests;
+    if (idle.length > 0) return idle;
     return undefined;
   }
 

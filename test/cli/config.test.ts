@@ -27,6 +27,7 @@ describe('the run option table', () => {
       instanceTtl: 15_000,
       maxConnectionAge: 'off',
       drainPeriod: 5_000,
+      pregenerate: true,
       retention: 'off',
       logLevel: 'info',
       tlsReloadInterval: 1_000,
@@ -110,6 +111,13 @@ describe('the run option table', () => {
     });
   });
 
+  it('turns generation ahead of the nodes off by flag or variable', () => {
+    expect(resolve({ pregenerate: 'off' }).pregenerate).toBe(false);
+    expect(resolve({}, { CHANCERY_PREGENERATE: 'off' }).pregenerate).toBe(false);
+    expect(resolve({ pregenerate: 'on' }, { CHANCERY_PREGENERATE: 'off' }).pregenerate).toBe(true);
+    expect(controlPlaneOptionsOf(resolve({ pregenerate: 'off' }), pino({ level: 'silent' })).pregenerate).toBe(false);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(resolve({}, { CHANCERY_STORE: '' }).store).toBe('pglite:./.chancery/data');
   });
@@ -137,6 +145,7 @@ describe('the run option table', () => {
     [{ 'xds-max-resource-names': '0' }, {}, /^--xds-max-resource-names: expected a whole number of at least 1; got "0"/],
     [{ 'xds-max-request-bytes': '4MB' }, {}, /^--xds-max-request-bytes: expected a size such as 65536, 64KiB or 4MiB/],
     [{}, { CHANCERY_XDS_MAX_METADATA_DEPTH: 'deep' }, /^CHANCERY_XDS_MAX_METADATA_DEPTH \(--xds-max-metadata-depth\): expected a whole number/],
+    [{ pregenerate: 'yes' }, {}, /^--pregenerate: expected on or off; got "yes"/],
   ])('refuses %o (env %o), naming where the value came from', (flags, env, message) => {
     expect(usageMessage(() => resolve(flags, env))).toMatch(message);
   });
@@ -155,6 +164,7 @@ describe('the run option table', () => {
       instanceTtl: 15_000,
       maxConnectionAge: 'off',
       drainPeriod: 5_000,
+      pregenerate: true,
       apiAuth: 'none',
       tlsReloadInterval: 1_000,
       xdsLimits: {

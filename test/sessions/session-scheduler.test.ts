@@ -141,6 +141,51 @@ describe('the session scheduler', () => {
     expect(done.length).toBeLessThan(sent);
   });
 
+  it('runs idle work after everything else, yields to any other work between items, and never goes before a storm however long it waited', () => {
+    const driven = handDriven(8);
+    const done: string[] = [];
+    let sent = 0;
+    const request = (name: string) => {
+      done.push(name);
+      driven.cost(3)();
+    };
+    const more = (count: number) => {
+      for (let i = 0; i < count; i++) driven.scheduler.schedule([`request-${sent++}`], request, 'requests');
+    };
+    // A storm is on: more requests wait than a slice can answer.
+    more(8);
+    driven.scheduler.schedule(
+      Array.from({ length: 30 }, (_, i) => `ahead-${i}`),
+      (name) => {
+        done.push(name);
+        driven.cost(1)();
+        if (name === 'ahead-10') {
+          driven.scheduler.schedule(['record'], (record) => done.push(record), 'background');
+          driven.scheduler.schedule(['change'], (change) => done.push(change), 'fan-out');
+          more(1);
+        }
+      },
+      'idle',
+    );
+    driven.scheduler.schedule(['record-first'], (record) => done.push(record), 'background');
+    // A storm for two seconds of the clock: no idle work runs while requests wait.
+    for (let turn = 0; turn < 300 && driven.now() < 2_000; turn++) {
+      more(4);
+      driven.turn();
+    }
+    expect(done.filter((name) => name.startsWith('ahead-'))).toEqual([]);
+    expect(done).toContain('record-first');
+    // The storm ends: the idle work runs, and what is scheduled meanwhile goes first.
+    while (driven.turn());
+    const at = (name: string) => done.indexOf(name);
+    const ahead = done.filter((name) => name.startsWith('ahead-'));
+    expect(ahead).toEqual(Array.from({ length: 30 }, (_, i) => `ahead-${i}`));
+    expect(at('ahead-0')).toBeGreaterThan(at(`request-${sent - 2}`));
+    expect(done.slice(at('ahead-10') + 1, at('ahead-10') + 4)).toEqual(['change', `request-${sent - 1}`, 'record']);
+    expect(at('ahead-11')).toBe(at('ahead-10') + 4);
+    expect(driven.scheduler.busy).toBe(false);
+  });
+
   it('settles a lane once the work scheduled in it before has run, background after the requests', async () => {
     const driven = handDriven(8);
     const done: string[] = [];

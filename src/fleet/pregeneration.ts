@@ -1,0 +1,54 @@
+import { nodeIdOf, type GenerationInput, type Held, type Dataplane } from '../mesh/index.js';
+import type { SessionScheduler } from '../sessions/index.js';
+
+export interface PregenerationOptions {
+  /** Generates `node`'s configuration from the store's current projection; what it returns is dropped. */
+  readonly generate: (node: string) => void;
+  /** Runs the generations in its `idle` lane: after everything else this instance has to do. */
+  readonly scheduler: Pick<SessionScheduler, 'schedule'>;
+  /** Told of each generation made ahead (the metrics count them). */
+  readonly generated?: () => void;
+}
+
+/**
+ * Generates the configuration of every dataplane in the store once per write of it, ahead of
+ * its node connecting, while this instance has nothing else to do. The generator keeps a
+ * dataplane's own listeners and clusters encoded for as long as the stored dataplane lives,
+ * and a node arriving here for the first time (failing over from another instance, or moved by
+ * a scale-out) is then answered from them instead of encoding them while the rest of its storm
+ * waits: a failover of 5,000 nodes took 35–40 % less CPU (bench/README.md). The snapshots are
+ * dropped; the cost is the encoded resources, about 2 KB a dataplane.
+ */
+export class Pregeneration {
+  readonly #options: PregenerationOptions;
+  /** Stored dataplanes already generated: a new object is a new write. */
+  readonly #done = new WeakSet<Held<Dataplane>>();
+  /** A mesh's dataplanes, as a map, once all its entries were handed on: a mesh unchanged since is skipped whole. */
+  readonly #seen = new WeakSet<ReadonlyMap<string, Held<Dataplane>>>();
+
+  constructor(options: PregenerationOptions) {
+    this.#options = options;
+  }
+
+  /** Generates, in the idle lane, the dataplanes of `projection` not generated since they were written. */
+  follow(projection: GenerationInput): void {
+    const due: { readonly node: string; readonly stored: Held<Dataplane> }[] = [];
+    for (const [mesh, { dataplanes }] of projection.meshes) {
+      if (this.#seen.has(dataplanes)) continue;
+      this.#seen.add(dataplanes);
+      for (const [name, stored] of dataplanes) if (!this.#done.has(stored)) due.push({ node: nodeIdOf(mesh, name), stored });
+    }
+    const { generate, generated } = this.#options;
+    this.#options.scheduler.schedule(
+      due,
+      ({ node, stored }) => {
+        // Listed twice by two projections before its turn came: generated once.
+        if (this.#done.has(stored)) return;
+        this.#done.add(stored);
+        generate(node);
+        generated?.();
+      },
+      'idle',
+    );
+  }
+}
