@@ -16,8 +16,9 @@ import { BACKEND, envoyDataplane, getSession, namesOf, sessionIn, settle } from 
  * every listener and cluster until the next refresh tick. The cache never evicted either.
  */
 
-// Every generated Snapshot passes through here on its way to a session; the churn test keeps
-// WeakRefs to a sample of them to see that eviction lets them go (I3).
+// Every generated Snapshot passes through here, on its way to a session or generated ahead of its
+// node (`pregenerate`, which drops it); the churn test keeps WeakRefs to a sample of them to see
+// that eviction lets them go (I3).
 const served = vi.hoisted(() => ({ every: 0, seen: 0, refs: [] as WeakRef<object>[] }));
 vi.mock('../../src/mesh/index.js', async (importOriginal) => {
   const mesh = await importOriginal<typeof import('../../src/mesh/index.js')>();
@@ -239,7 +240,8 @@ describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave
     for (const response of checked) expect(response.resources).toEqual([expect.objectContaining({ type: 'STATIC' })]);
     // The server sees a half-close before it sends the status: every session is disconnected now.
     expect(h.cp.listSessions().filter((session) => session.state === 'disconnected')).toHaveLength(NODES);
-    expect(served.refs).toHaveLength(NODES / 100);
+    // One in a hundred of the sessions' generations, and of those made ahead of the nodes meanwhile.
+    expect(served.refs.length).toBeGreaterThanOrEqual(NODES / 100);
 
     h.clock.increment(10_000);
     expect(h.cp.listSessions()).toHaveLength(0);
