@@ -21,32 +21,59 @@ export interface PregenerationOptions {
  */
 export class Pregeneration {
   readonly #options: PregenerationOptions;
-  /** Stored dataplanes already generated: a new object is a new write. */
-  readonly #done = new WeakSet<Held<Dataplane>>();
-  /** A mesh's dataplanes, as a map, once all its entries were handed on: a mesh unchanged since is skipped whole. */
+  /** Stored dataplanes generated, or listed to be: a new object is a new write. */
+  readonly #listed = new WeakSet<Held<Dataplane>>();
+  /** A mesh's dataplanes, as a map, once all its entries were listed: a mesh unchanged since is skipped whole. */
   readonly #seen = new WeakSet<ReadonlyMap<string, Held<Dataplane>>>();
+  /** The newest projection not yet looked through; undefined when the last sweep saw the newest. */
+  #latest: GenerationInput | undefined;
+  #sweeping = false;
 
   constructor(options: PregenerationOptions) {
     this.#options = options;
   }
 
-  /** Generates, in the idle lane, the dataplanes of `projection` not generated since they were written. */
+  /**
+   * Generates, in the idle lane, the dataplanes of `projection` not generated since they were
+   * written. A bulk apply makes a projection per batch of writes, each with its mesh's
+   * dataplanes copied: they are looked through one sweep at a time, the newest each time, never
+   * one listing per projection.
+   */
   follow(projection: GenerationInput): void {
-    const due: { readonly node: string; readonly stored: Held<Dataplane> }[] = [];
+    this.#latest = projection;
+    if (!this.#sweeping) this.#sweep();
+  }
+
+  #sweep(): void {
+    const projection = this.#latest!;
+    this.#latest = undefined;
+    const due: string[] = [];
     for (const [mesh, { dataplanes }] of projection.meshes) {
       if (this.#seen.has(dataplanes)) continue;
       this.#seen.add(dataplanes);
-      for (const [name, stored] of dataplanes) if (!this.#done.has(stored)) due.push({ node: nodeIdOf(mesh, name), stored });
+      for (const [name, stored] of dataplanes) {
+        if (this.#listed.has(stored)) continue;
+        this.#listed.add(stored);
+        due.push(nodeIdOf(mesh, name));
+      }
     }
-    const { generate, generated } = this.#options;
-    this.#options.scheduler.schedule(
+    if (due.length === 0) return;
+    const { generate, generated, scheduler } = this.#options;
+    this.#sweeping = true;
+    scheduler.schedule(
       due,
-      ({ node, stored }) => {
-        // Listed twice by two projections before its turn came: generated once.
-        if (this.#done.has(stored)) return;
-        this.#done.add(stored);
+      (node) => {
         generate(node);
         generated?.();
+      },
+      'idle',
+    );
+    // After the sweep, in the same lane: the newest projection that arrived meanwhile, if any.
+    scheduler.schedule(
+      [this],
+      () => {
+        this.#sweeping = false;
+        if (this.#latest !== undefined) this.#sweep();
       },
       'idle',
     );

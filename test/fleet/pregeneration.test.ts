@@ -60,6 +60,29 @@ describe('pregeneration: every dataplane generated once per write, in the idle l
     expect(generated).toEqual(['default.a']);
   });
 
+  it('looks through the newest projection once a sweep is done, not through every projection a bulk apply makes', () => {
+    const { pregeneration, scheduler, generated, idle } = recorded();
+    let listed = 0;
+    const schedule = scheduler.schedule.bind(scheduler);
+    scheduler.schedule = (items, work, lane) => {
+      if (lane === 'idle') listed += items.filter((item) => typeof item === 'string').length;
+      schedule(items, work, lane);
+    };
+    // A request keeps the idle lane waiting while 50 projections arrive, each with one more dataplane.
+    scheduler.schedule([0], () => {
+      const dataplanes = new Map<string, Held<Dataplane>>();
+      for (let revision = 1; revision <= 50; revision++) {
+        dataplanes.set(`dp-${revision}`, stored(`dp-${revision}`));
+        pregeneration.follow(projection(revision, { default: new Map(dataplanes) }));
+      }
+    }, 'requests');
+    idle();
+    expect(generated).toHaveLength(50);
+    expect(new Set(generated).size).toBe(50);
+    // The first projection's one dataplane, then the newest's other 49: not 1 + 2 + … + 50.
+    expect(listed).toBe(50);
+  });
+
   it('waits while requests wait, and goes on once they are answered', () => {
     const { pregeneration, scheduler, generated, idle } = recorded();
     const answered: string[] = [];
