@@ -25,6 +25,23 @@ function handDriven(sliceMs = 8) {
   };
 }
 
+/** Requests of 3 ms each, one batch each as the xDS server hands them over, recorded in `done` as they run. */
+function requestsOf(driven: ReturnType<typeof handDriven>, done: string[]) {
+  let sent = 0;
+  const request = (name: string) => {
+    done.push(name);
+    driven.cost(3)();
+  };
+  return {
+    more: (count: number) => {
+      for (let i = 0; i < count; i++) driven.scheduler.schedule([`request-${sent++}`], request, 'requests');
+    },
+    get sent() {
+      return sent;
+    },
+  };
+}
+
 describe('the session scheduler', () => {
   it('does cheap work at once, within the turn it was scheduled in', () => {
     const { scheduler } = handDriven();
@@ -120,14 +137,8 @@ describe('the session scheduler', () => {
     const driven = handDriven(8);
     const done: string[] = [];
     let recordedAt: number | undefined;
-    let sent = 0;
-    const request = (name: string) => {
-      done.push(name);
-      driven.cost(3)();
-    };
-    const more = (count: number) => {
-      for (let i = 0; i < count; i++) driven.scheduler.schedule([`request-${sent++}`], request, 'requests');
-    };
+    const storm = requestsOf(driven, done);
+    const more = storm.more;
     more(4);
     driven.scheduler.schedule(['record'], () => (recordedAt = driven.now()), 'background');
     // A storm: every turn brings more requests than a slice can answer.
@@ -138,20 +149,14 @@ describe('the session scheduler', () => {
     expect(recordedAt).toBeGreaterThanOrEqual(1_000);
     expect(recordedAt).toBeLessThan(1_100);
     expect(driven.scheduler.busy).toBe(true);
-    expect(done.length).toBeLessThan(sent);
+    expect(done.length).toBeLessThan(storm.sent);
   });
 
   it('runs idle work after everything else, yields to any other work between items, and never goes before a storm however long it waited', () => {
     const driven = handDriven(8);
     const done: string[] = [];
-    let sent = 0;
-    const request = (name: string) => {
-      done.push(name);
-      driven.cost(3)();
-    };
-    const more = (count: number) => {
-      for (let i = 0; i < count; i++) driven.scheduler.schedule([`request-${sent++}`], request, 'requests');
-    };
+    const storm = requestsOf(driven, done);
+    const more = storm.more;
     // A storm is on: more requests wait than a slice can answer.
     more(8);
     driven.scheduler.schedule(
@@ -180,8 +185,8 @@ describe('the session scheduler', () => {
     const at = (name: string) => done.indexOf(name);
     const ahead = done.filter((name) => name.startsWith('ahead-'));
     expect(ahead).toEqual(Array.from({ length: 30 }, (_, i) => `ahead-${i}`));
-    expect(at('ahead-0')).toBeGreaterThan(at(`request-${sent - 2}`));
-    expect(done.slice(at('ahead-10') + 1, at('ahead-10') + 4)).toEqual(['change', `request-${sent - 1}`, 'record']);
+    expect(at('ahead-0')).toBeGreaterThan(at(`request-${storm.sent - 2}`));
+    expect(done.slice(at('ahead-10') + 1, at('ahead-10') + 4)).toEqual(['change', `request-${storm.sent - 1}`, 'record']);
     expect(at('ahead-11')).toBe(at('ahead-10') + 4);
     expect(driven.scheduler.busy).toBe(false);
   });
