@@ -109,6 +109,12 @@ export function createControlPlane(options: ControlPlaneOptions = {}): ControlPl
   return new ChanceryControlPlane(options);
 }
 
+/**
+ * ms a starting instance spends at most generating its store's dataplanes before it serves
+ * (about 30,000 of them); the rest follow in the scheduler's idle lane.
+ */
+const GENERATION_BEFORE_SERVING_MS = 2_000;
+
 /** What exists only while the control plane runs. */
 interface Running {
   readonly log: EventLog;
@@ -239,7 +245,8 @@ class ChanceryControlPlane implements ControlPlane {
     await store.start();
     let admitted = store.projection;
     const pregeneration = (options.pregenerate ?? DEFAULTS.pregenerate) ? this.#pregeneration() : undefined;
-    pregeneration?.follow(store.projection);
+    // Before the xDS port opens: after a restart the whole fleet reconnects at once.
+    pregeneration?.first(store.projection, GENERATION_BEFORE_SERVING_MS);
     const subscriptions = [
       // Before the sessions hear of a change: a stream it no longer admits ends before anything more is sent on it.
       store.projections.subscribe((projection) => {

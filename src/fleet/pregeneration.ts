@@ -6,6 +6,8 @@ export interface PregenerationOptions {
   readonly generate: (node: string) => void;
   /** Runs the generations in its `idle` lane: after everything else this instance has to do. */
   readonly scheduler: Pick<SessionScheduler, 'schedule'>;
+  /** A monotonic clock in ms, for `first`'s budget: `performance.now` by default. */
+  readonly now?: () => number;
   /** Told of each generation made ahead (the metrics count them). */
   readonly generated?: () => void;
 }
@@ -44,9 +46,28 @@ export class Pregeneration {
     if (!this.#sweeping) this.#sweep();
   }
 
+  /**
+   * Generates the dataplanes of `projection` at once, for at most `budgetMs`, and the rest in the
+   * idle lane: for an instance about to serve, whose fleet reconnects all at once (a restart),
+   * every node generated now is one its storm does not generate cold.
+   */
+  first(projection: GenerationInput, budgetMs: number): void {
+    const now = this.#options.now ?? (() => performance.now());
+    const end = now() + budgetMs;
+    const due = this.#list(projection);
+    let next = 0;
+    while (next < due.length && now() < end) this.#generate(due[next++]!);
+    this.#schedule(due.slice(next));
+  }
+
   #sweep(): void {
     const projection = this.#latest!;
     this.#latest = undefined;
+    this.#schedule(this.#list(projection));
+  }
+
+  /** The nodes of `projection`'s dataplanes not generated or listed since they were written, marked listed. */
+  #list(projection: GenerationInput): string[] {
     const due: string[] = [];
     for (const [mesh, { dataplanes }] of projection.meshes) {
       if (this.#seen.has(dataplanes)) continue;
@@ -57,17 +78,14 @@ export class Pregeneration {
         due.push(nodeIdOf(mesh, name));
       }
     }
+    return due;
+  }
+
+  #schedule(due: readonly string[]): void {
     if (due.length === 0) return;
-    const { generate, generated, scheduler } = this.#options;
+    const { scheduler } = this.#options;
     this.#sweeping = true;
-    scheduler.schedule(
-      due,
-      (node) => {
-        generate(node);
-        generated?.();
-      },
-      'idle',
-    );
+    scheduler.schedule(due, (node) => this.#generate(node), 'idle');
     // After the sweep, in the same lane: the newest projection that arrived meanwhile, if any.
     scheduler.schedule(
       [this],
@@ -77,5 +95,10 @@ export class Pregeneration {
       },
       'idle',
     );
+  }
+
+  #generate(node: string): void {
+    this.#options.generate(node);
+    this.#options.generated?.();
   }
 }

@@ -4,6 +4,7 @@ import { createControlPlane, type ControlPlane } from '../../src/index.js';
 import { Pregeneration } from '../../src/fleet/index.js';
 import type { Dataplane, GenerationInput, Held, MeshResources } from '../../src/mesh/index.js';
 import { SessionScheduler } from '../../src/sessions/index.js';
+import { MemoryEventLog } from '../../src/store/index.js';
 
 /** A stored dataplane as the projection holds it: a new object for each write. */
 const stored = (name: string) => ({ resource: { type: 'Dataplane', mesh: 'default', name } }) as unknown as Held<Dataplane>;
@@ -83,6 +84,35 @@ describe('pregeneration: every dataplane generated once per write, in the idle l
     expect(listed).toBe(50);
   });
 
+  it('generates at once what a starting instance has time for, and the rest in the idle lane', () => {
+    let clock = 0;
+    let deferred: Array<() => void> = [];
+    const scheduler = new SessionScheduler({ defer: (turn) => deferred.push(turn) });
+    const generated: string[] = [];
+    // Each generation takes 1 ms of the clock.
+    const pregeneration = new Pregeneration({ generate: (node) => (generated.push(node), (clock += 1)), scheduler, now: () => clock });
+    const dataplanes = new Map(Array.from({ length: 10 }, (_, i) => [`dp-${i}`, stored(`dp-${i}`)] as const));
+    // Called from a request's work, so the idle lane cannot start within the call.
+    const atOnce: string[] = [];
+    scheduler.schedule(
+      [0],
+      () => {
+        pregeneration.first(projection(1, { default: dataplanes }), 4);
+        atOnce.push(...generated);
+      },
+      'requests',
+    );
+    expect(atOnce).toEqual(['default.dp-0', 'default.dp-1', 'default.dp-2', 'default.dp-3']);
+    while (deferred.length > 0) for (const turn of deferred.splice(0)) turn();
+    expect(generated).toHaveLength(10);
+    expect(new Set(generated).size).toBe(10);
+    // What it generated is not listed again.
+    generated.length = 0;
+    pregeneration.follow(projection(2, { default: new Map(dataplanes) }));
+    while (deferred.length > 0) for (const turn of deferred.splice(0)) turn();
+    expect(generated).toEqual([]);
+  });
+
   it('waits while requests wait, and goes on once they are answered', () => {
     const { pregeneration, scheduler, generated, idle } = recorded();
     const answered: string[] = [];
@@ -129,6 +159,23 @@ describe('a control plane generating ahead of its nodes', () => {
       expect(await untilIdle(cp, 22)).toBe(22);
     } finally {
       await cp.stop();
+    }
+  });
+
+  it('has generated the dataplanes already in its store once it has started, before its first node connects', async () => {
+    const log = new MemoryEventLog();
+    const logger = pino({ level: 'silent' });
+    const first = createControlPlane({ store: log, xdsAddress: '127.0.0.1:0', apiAddress: false, logger });
+    await first.start();
+    for (let i = 0; i < 30; i++) await first.apply(dataplane(`dp-${i}`, 10_000 + i));
+    await first.stop();
+    // A restart on the same store: its fleet reconnects at once.
+    const restarted = createControlPlane({ store: log, xdsAddress: '127.0.0.1:0', apiAddress: false, logger });
+    await restarted.start();
+    try {
+      expect(await pregenerations(restarted)).toBe(30);
+    } finally {
+      await restarted.stop();
     }
   });
 
