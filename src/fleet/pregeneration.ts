@@ -18,7 +18,7 @@ export interface PregenerationOptions {
  * dataplane's own listeners and clusters encoded for as long as the stored dataplane lives,
  * and a node arriving here for the first time (failing over from another instance, or moved by
  * a scale-out) is then answered from them instead of encoding them while the rest of its storm
- * waits: a failover of 5,000 nodes took 35–40 % less CPU (bench/README.md). The snapshots are
+ * waits: a failover of 5,000 nodes took a third less CPU (bench/README.md). The snapshots are
  * dropped; the cost is the encoded resources, about 2 KB a dataplane.
  */
 export class Pregeneration {

@@ -197,7 +197,7 @@ function typeSnapshot(typeUrl: TypeUrl, wildcard: ResourceSet, named: readonly R
 /**
  * A TypeSnapshot. A class: a node's own listeners and clusters make one per node, and `get` as
  * a closure cost each its function and context (and under tsx, which keeps every named
- * function's name, a property array of 256 bytes as well: 0.5 KB a session).
+ * function's name, a property array of 256 bytes as well: 0.5 KB a node).
  */
 class SealedType implements TypeSnapshot {
   readonly version: string;
