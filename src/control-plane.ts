@@ -111,7 +111,7 @@ export function createControlPlane(options: ControlPlaneOptions = {}): ControlPl
 
 /**
  * ms a starting instance spends at most generating its store's dataplanes before it serves
- * (about 30,000 of them); the rest follow in the scheduler's idle lane.
+ * (15,000–25,000 of them on the bench's machine); the rest follow in the scheduler's idle lane.
  */
 const GENERATION_BEFORE_SERVING_MS = 2_000;
 
