@@ -60,10 +60,21 @@ export class Pregeneration {
     this.#schedule(due.slice(next));
   }
 
+  /**
+   * Looks through the newest projection in the idle lane too: listing a mesh's dataplanes is a
+   * walk over all of them, not to be made in the step that hands a change to the sessions.
+   */
   #sweep(): void {
-    const projection = this.#latest!;
-    this.#latest = undefined;
-    this.#schedule(this.#list(projection));
+    this.#sweeping = true;
+    this.#options.scheduler.schedule(
+      [this],
+      () => {
+        const projection = this.#latest!;
+        this.#latest = undefined;
+        this.#schedule(this.#list(projection));
+      },
+      'idle',
+    );
   }
 
   /** The nodes of `projection`'s dataplanes not generated or listed since they were written, marked listed. */
@@ -82,7 +93,6 @@ export class Pregeneration {
   }
 
   #schedule(due: readonly string[]): void {
-    if (due.length === 0) return;
     const { scheduler } = this.#options;
     this.#sweeping = true;
     scheduler.schedule(due, (node) => this.#generate(node), 'idle');

@@ -80,7 +80,7 @@ describe('pregeneration: every dataplane generated once per write, in the idle l
     idle();
     expect(generated).toHaveLength(50);
     expect(new Set(generated).size).toBe(50);
-    // The first projection's one dataplane, then the newest's other 49: not 1 + 2 + … + 50.
+    // Looked through once the idle lane runs, the newest projection only: not 1 + 2 + … + 50.
     expect(listed).toBe(50);
   });
 
