@@ -2,6 +2,7 @@ import protobuf from 'protobufjs';
 import { clip } from '../excerpt.js';
 import { storableText } from '../storable-text.js';
 import { lookupType } from './protos.js';
+import { RepeatedText } from './repeated-text.js';
 
 /** The two ways a client speaks xDS on a stream: State of the World, or Delta (incremental). */
 export const PROTOCOLS = ['sotw', 'delta'] as const;
@@ -92,6 +93,9 @@ interface DecodedView {
 
 let view: protobuf.Root | undefined;
 
+/** Type URLs, resource names and versions of every request, one string each however many nodes send them. */
+const repeated = new RepeatedText();
+
 /** The view's message type for one protocol's request. */
 function viewOf(name: 'DiscoveryRequest' | 'DeltaDiscoveryRequest'): protobuf.Type {
   view ??= protobuf.parse(VIEW, { keepCase: true }).root;
@@ -116,7 +120,7 @@ function decodeWith(type: protobuf.Type, bytes: Uint8Array, read: (message: Deco
   const nodeId = message.node?.id;
   const metadata = message.node?.metadata;
   const base: RequestBase = {
-    typeUrl: message.type_url ?? '',
+    typeUrl: repeated.of(message.type_url ?? ''),
     responseNonce: message.response_nonce ?? '',
     ...(errorDetail && { errorDetail }),
     ...(nodeId !== undefined && nodeId !== '' && { nodeId }),
@@ -133,8 +137,8 @@ export function decodeRequest(bytes: Uint8Array): WireRequest {
   return decodeWith(sotwView, bytes, (message, base) => ({
     protocol: 'sotw',
     ...base,
-    versionInfo: message.version_info ?? '',
-    resourceNames: message.resource_names ?? [],
+    versionInfo: repeated.of(message.version_info ?? ''),
+    resourceNames: repeated.all(message.resource_names ?? []),
   }));
 }
 
@@ -144,8 +148,8 @@ export function decodeDeltaRequest(bytes: Uint8Array): WireRequest {
   return decodeWith(deltaView, bytes, (message, base) => ({
     protocol: 'delta',
     ...base,
-    subscribe: message.resource_names_subscribe ?? [],
-    unsubscribe: message.resource_names_unsubscribe ?? [],
+    subscribe: repeated.all(message.resource_names_subscribe ?? []),
+    unsubscribe: repeated.all(message.resource_names_unsubscribe ?? []),
     initialVersions: { ...message.initial_resource_versions },
   }));
 }
