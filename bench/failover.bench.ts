@@ -38,6 +38,16 @@ import { printHot, profileFile } from './support/print-profile.js';
 import { printTable } from './support/print-table.js';
 import { rankCorrelation, since, spread, type Spread } from './support/stats.js';
 import { integerOption } from './support/integer-option.js';
+import { parseOnOff } from '../src/cli/option-parsers.js';
+
+/** An `on|off` option, read as `chancery run` reads its own; a refusal names the option. */
+function onOff(name: string, text: string): boolean {
+  try {
+    return parseOnOff(text);
+  } catch (error) {
+    throw new Error(`--${name}: ${(error as Error).message}`, { cause: error });
+  }
+}
 
 interface Options {
   readonly sizes: readonly number[];
@@ -129,8 +139,7 @@ interface SizeResult {
   readonly nodes: number;
   readonly connections: number;
   readonly applyMs: number;
-  /** B had every applied dataplane this long after A's last write returned. */
-  /** Undefined with `--survivor late`: B was not running. */
+  /** B had every applied dataplane this long after A's last write returned; undefined with `--survivor late` (B was not running). */
   readonly applyReachedBMs: number | undefined;
   readonly connectAllServedMs: number;
   readonly failover: FailoverRow;
@@ -178,7 +187,6 @@ function parseOptions(argv: readonly string[]): Options {
     },
   });
   if (values.survivor !== 'standby' && values.survivor !== 'late') throw new Error(`--survivor: expected standby or late; got "${values.survivor}"`);
-  if (values.pregenerate !== 'on' && values.pregenerate !== 'off') throw new Error(`--pregenerate: expected on or off; got "${values.pregenerate}"`);
   const workers = integerOption('workers', values.workers, 1, 16);
   if (workers > 1 && values['cpu-prof']) throw new Error('--cpu-prof profiles one process; run it without --workers');
   return {
@@ -193,7 +201,7 @@ function parseOptions(argv: readonly string[]): Options {
     pin: !values.unpinned && workers === 1 && canPin(),
     cpuProf: values['cpu-prof'],
     workers,
-    pregenerate: values.pregenerate === 'on',
+    pregenerate: onOff('pregenerate', values.pregenerate),
     survivor: values.survivor,
   };
 }
