@@ -1,8 +1,9 @@
-import { AggregatorRegistry, collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Registry } from 'prom-client';
 import { filter, type Observable, type Subscription } from 'rxjs';
 import { SESSION_STATES, sessionStateOf, type SessionState, type TransitionRecord } from '../machines/index.js';
 import type { FollowUpKind, SessionCallbacks } from '../sessions/index.js';
 import type { Projection } from '../store/index.js';
+import { CountedHistogram, type HistogramSeries } from './counted-histogram.js';
 import { PROTOCOLS, PUSH_ORDER, REFUSAL_REASONS, type Protocol, type Refusal, type TypeUrl, type XdsResponse } from '../xds/index.js';
 
 /** What the metrics read from the session registry at scrape time, never per event. */
@@ -60,17 +61,16 @@ function processMetrics(): Registry {
 export class ControlPlaneMetrics implements SessionCallbacks {
   readonly registry = new Registry();
   readonly #now: () => number;
-  readonly #transitions: Counter<'from' | 'to'>;
-  /** Bound children of `#transitions`, made on first use: few of the 25 pairs ever occur. */
-  readonly #transitionChildren = new Map<SessionState, Map<SessionState, Counter.Internal>>();
+  /** Session state changes so far, by the state left and the state entered: few of the 25 pairs ever occur. */
+  readonly #transitions = new Map<SessionState, Map<SessionState, number>>();
   readonly #pushes: Record<TypeUrl, number>;
   readonly #pushBytes: Record<TypeUrl, number>;
   readonly #acks: Record<TypeUrl, number>;
   readonly #nacks: Record<TypeUrl, number>;
-  readonly #responseBytes: PerType<Histogram.Internal<'type_url'>>;
-  readonly #generation: Histogram;
+  readonly #responseBytes: PerType<HistogramSeries>;
+  readonly #generation: HistogramSeries;
   readonly #pregenerations: Counter;
-  readonly #changeFeedLag: Histogram;
+  readonly #changeFeedLag: HistogramSeries;
   readonly #refusals: Counter<'reason'>;
   readonly #apiDenials: Counter<'status'>;
 
@@ -120,14 +120,19 @@ export class ControlPlaneMetrics implements SessionCallbacks {
         this.set(since === undefined ? 0 : Math.max(0, now() - since) / 1000);
       },
     });
-    this.#transitions = new Counter({
+    // Counted as plain numbers and handed to prom-client when scraped: prom-client hashes the
+    // labels of every `inc`, bound children's too, and a push and its ACK counted three (bench/README.md).
+    const transitions = this.#transitions;
+    new Counter({
       name: 'chancery_session_transitions_total',
       help: 'Session state changes, by the states left and entered.',
       labelNames: ['from', 'to'],
       registers,
+      collect() {
+        this.reset();
+        for (const [from, byTo] of transitions) for (const [to, count] of byTo) this.inc({ from, to }, count);
+      },
     });
-    // Counted as plain numbers and handed to prom-client when scraped: prom-client hashes the
-    // labels of every `inc`, bound children's too, and a push and its ACK counted three (bench/README.md).
     // Every type URL's series exists from the start, at 0, so rate() and absence alerts work at once.
     const byType = (name: string, help: string): Record<TypeUrl, number> => {
       const counts = Object.fromEntries(PUSH_ORDER.map((typeUrl) => [typeUrl, 0])) as Record<TypeUrl, number>;
@@ -147,29 +152,20 @@ export class ControlPlaneMetrics implements SessionCallbacks {
     this.#pushBytes = byType('chancery_xds_push_bytes_total', 'Bytes of DiscoveryResponses written, by type URL.');
     this.#acks = byType('chancery_xds_acks_total', 'Requests answering a response nonce without error_detail (ACKs), by type URL.');
     this.#nacks = byType('chancery_xds_nacks_total', 'Requests carrying error_detail (NACKs), by type URL.');
-    const responseBytes = new Histogram({
-      name: 'chancery_xds_response_bytes',
-      help: 'Size of each DiscoveryResponse written, by type URL.',
-      labelNames: ['type_url'],
-      // 64 B to 16 MiB, by fours.
-      buckets: exponentialBuckets(64, 4, 10),
-      registers,
-    });
-    this.#responseBytes = perType((typeUrl) => {
-      responseBytes.zero({ type_url: typeUrl });
-      return responseBytes.labels({ type_url: typeUrl });
-    });
+    // 64 B to 16 MiB, by fours.
+    const responseBytes = new CountedHistogram('chancery_xds_response_bytes', 'Size of each DiscoveryResponse written, by type URL.', exponentialBuckets(64, 4, 10), registers);
+    this.#responseBytes = perType((typeUrl) => responseBytes.series({ type_url: typeUrl }));
     this.#pregenerations = new Counter({
       name: 'chancery_pregenerations_total',
       help: "Dataplanes' configurations generated ahead of their nodes connecting here (once per write of a dataplane).",
       registers,
     });
-    this.#generation = new Histogram({
-      name: 'chancery_snapshot_generation_seconds',
-      help: "Time to generate one node's snapshot from the store's projection.",
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    this.#generation = new CountedHistogram(
+      'chancery_snapshot_generation_seconds',
+      "Time to generate one node's snapshot from the store's projection.",
+      [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
-    });
+    ).series();
     this.#refusals = new Counter({
       name: 'chancery_xds_stream_refusals_total',
       help: 'xDS streams refused, or ended, for who they claimed to be, by reason (token-missing, token-expired, wrong-node, …).',
@@ -184,12 +180,12 @@ export class ControlPlaneMetrics implements SessionCallbacks {
       registers,
     });
     for (const status of ['401', '403']) this.#apiDenials.inc({ status }, 0);
-    this.#changeFeedLag = new Histogram({
-      name: 'chancery_change_feed_lag_seconds',
-      help: "Time from a store event's write to this instance applying it to its projection.",
-      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    this.#changeFeedLag = new CountedHistogram(
+      'chancery_change_feed_lag_seconds',
+      "Time from a store event's write to this instance applying it to its projection.",
+      [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
-    });
+    ).series();
   }
 
   /** Counts changes of session state; a step within one (`catching-up` to `generating`) is not one. */
@@ -197,11 +193,9 @@ export class ControlPlaneMetrics implements SessionCallbacks {
     const from = sessionStateOf(record.from);
     const to = sessionStateOf(record.to);
     if (from === to) return;
-    let byTo = this.#transitionChildren.get(from);
-    if (byTo === undefined) this.#transitionChildren.set(from, (byTo = new Map()));
-    let child = byTo.get(to);
-    if (child === undefined) byTo.set(to, (child = this.#transitions.labels({ from, to })));
-    child.inc();
+    let byTo = this.#transitions.get(from);
+    if (byTo === undefined) this.#transitions.set(from, (byTo = new Map()));
+    byTo.set(to, (byTo.get(to) ?? 0) + 1);
   }
 
   onRequest(_node: string, kind: FollowUpKind, typeUrl: TypeUrl): void {
