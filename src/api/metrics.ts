@@ -3,8 +3,8 @@ import { filter, type Observable, type Subscription } from 'rxjs';
 import { SESSION_STATES, sessionStateOf, type SessionState, type TransitionRecord } from '../machines/index.js';
 import type { FollowUpKind, SessionCallbacks } from '../sessions/index.js';
 import type { Projection } from '../store/index.js';
-import { CountedHistogram, type HistogramSeries } from './counted-histogram.js';
 import { PROTOCOLS, PUSH_ORDER, REFUSAL_REASONS, type Protocol, type Refusal, type TypeUrl, type XdsResponse } from '../xds/index.js';
+import { CountedHistogram, type HistogramSeries } from './counted-histogram.js';
 
 /** What the metrics read from the session registry at scrape time, never per event. */
 export interface SessionCensus {
