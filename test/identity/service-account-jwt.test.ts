@@ -22,7 +22,7 @@ let account: ServiceAccountFile;
 const streams: AdsStream[] = [];
 
 beforeAll(async () => {
-  tls = tlsFixture();
+  tls = await tlsFixture();
   secure = await startHarness({ xdsTls: { cert: tls.cert, key: tls.key } });
   plain = await startHarness();
   for (const harness of [secure, plain]) {

@@ -50,7 +50,7 @@ Options:
     if (action === 'init') {
       if (values.ca !== undefined || values.host !== undefined) throw new UsageError('--ca and --host apply to issue');
       const days = daysOf(values.days, DEFAULT_DAYS.ca);
-      const ca = createCertificateAuthority({ name: values.name ?? 'Chancery development CA', days });
+      const ca = await createCertificateAuthority({ name: values.name ?? 'Chancery development CA', days });
       const files = await writePair(values.out, 'ca', ca);
       io.stdout.write(`CA written: ${files.join(', ')} (valid ${days} days)\n`);
       return EXIT.ok;
@@ -65,7 +65,7 @@ Options:
     const days = daysOf(values.days, DEFAULT_DAYS.certificate);
     let issued;
     try {
-      issued = issueCertificate(authority, { hosts, days });
+      issued = await issueCertificate(authority, { hosts, days });
     } catch (error) {
       throw new UsageError(`--ca ${values.ca} does not hold a usable CA: ${(error as Error).message}`);
     }
