@@ -8,6 +8,7 @@ import { isLoopback } from './host-port.js';
 import {
   authenticateApiCaller,
   credentialsChanged,
+  MeshAuthorityKeeper,
   RefusalLog,
   StreamAuthenticator,
   TlsFiles,
@@ -244,6 +245,11 @@ class ChanceryControlPlane implements ControlPlane {
     this.#running = { log, store, subscriptions: [], tls: followed };
     await store.start();
     let admitted = store.projection;
+    const authorities = new MeshAuthorityKeeper({
+      store,
+      now: this.#now,
+      onError: (error, mesh) => this.#logger.warn({ err: error, mesh }, 'creating the mesh’s first CA failed; tried again at the next change'),
+    });
     const pregeneration = (options.pregenerate ?? DEFAULTS.pregenerate) ? this.#pregeneration() : undefined;
     // Before the xDS port opens: after a restart the whole fleet reconnects at once.
     pregeneration?.first(store.projection, GENERATION_BEFORE_SERVING_MS);
@@ -254,6 +260,8 @@ class ChanceryControlPlane implements ControlPlane {
         admitted = projection;
       }),
       store.projections.subscribe((projection) => registry.advance(projection.revision)),
+      // Enabling mTLS creates the mesh's CA (docs/mtls.md).
+      store.projections.subscribe((projection) => authorities.follow(projection)),
       ...(pregeneration ? [store.projections.subscribe((projection) => pregeneration.follow(projection))] : []),
       this.metrics.followChangeFeed(store.projections, store.projection.revision),
       (options.watchdog ?? interval(options.refreshInterval ?? DEFAULTS.refreshInterval)).subscribe(() => registry.tick()),

@@ -25,6 +25,8 @@ const OPEN_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui', '/ui/', '
 
 /** Routes only an admin may call, whatever the method: callers and the keys that sign tokens. */
 const ADMIN_ROUTES = [/^\/api-tokens/, /^\/meshes\/:mesh\/signing-keys/];
+/** Routes anyone may read and only an admin may write: a mesh's CAs (their keys are never answered). */
+const ADMIN_WRITE_ROUTES = [/^\/meshes\/:mesh\/ca(\/|$)/];
 
 /**
  * The API's gate (DESIGN §10): with tokens, every route but the open ones needs a valid API
@@ -59,6 +61,7 @@ export function refusalOf(caller: ApiCaller, method: string, route: string | und
   const adminOnly = route !== undefined && ADMIN_ROUTES.some((pattern) => pattern.test(route));
   if (adminOnly) return 'only an admin may manage API tokens and signing keys';
   if (method === 'GET' || method === 'HEAD') return undefined;
+  if (route !== undefined && ADMIN_WRITE_ROUTES.some((pattern) => pattern.test(route))) return 'only an admin may rotate or remove a mesh’s CAs';
   if (caller.role === 'reader') return 'a reader may only read';
   if (mesh === undefined || !caller.meshes.includes(mesh)) {
     return `a writer may write only its meshes (${caller.meshes.join(', ')})${mesh === undefined ? '' : `, not ${mesh}`}`;

@@ -1,7 +1,7 @@
 import { ChanceryError } from '../chancery-error.js';
 import { clip } from '../excerpt.js';
 import type { ValidationIssue } from '../mesh/index.js';
-import type { InvalidIdentityRequestError, InvalidTokenLifetimeError } from '../identity/index.js';
+import type { AuthorityInUseError, InvalidCertificateRequestError, InvalidIdentityRequestError, InvalidTokenLifetimeError } from '../identity/index.js';
 import type {
   FutureRevisionError,
   MeshNotFoundError,
@@ -32,7 +32,9 @@ type HandledError =
   | StoreRejectedWriteError
   | StoreUnavailableError
   | InvalidTokenLifetimeError
-  | InvalidIdentityRequestError;
+  | InvalidIdentityRequestError
+  | AuthorityInUseError
+  | InvalidCertificateRequestError;
 export type ApiErrorCode = HandledError['code'];
 
 /**
@@ -71,6 +73,8 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_STORE_UNAVAILABLE: 503,
   CHANCERY_IDENTITY_INVALID_TTL: 400,
   CHANCERY_IDENTITY_INVALID_REQUEST: 400,
+  CHANCERY_IDENTITY_CA_IN_USE: 409,
+  CHANCERY_IDENTITY_INVALID_CSR: 400,
 };
 
 /** The field an error names when the error itself carries none. */

@@ -7,6 +7,7 @@ import { registerAccess, type ApiAccess } from './access.js';
 import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { registerBootstrapRoutes } from './bootstrap-routes.js';
+import { registerCaRoutes } from './ca-routes.js';
 import { answerClientError } from './client-errors.js';
 import { errorResponse, type ServerLimits } from './error-response.js';
 import { MalformedRequestError, MethodNotAllowedError, RouteNotFoundError } from './errors.js';
@@ -112,6 +113,7 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   registerResourceRoutes(app, backend.store);
   registerHistoryRoutes(app, backend.store);
   registerIdentityRoutes(app, backend);
+  registerCaRoutes(app, backend);
   registerBootstrapRoutes(app, backend);
   registerSessionRoutes(app, backend);
   registerFleetRoutes(app, backend);

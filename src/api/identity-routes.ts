@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import {
   currentSigningKey,
-  InvalidIdentityRequestError,
   issueApiToken,
   issueDataplaneToken,
   issueServiceAccount,
@@ -14,6 +13,7 @@ import {
 import type { ApiRole, ResourceKey } from '../mesh/index.js';
 import { NotFoundError, type ResourceStore } from '../store/index.js';
 import { authorOf } from './access.js';
+import { bodyFields } from './body-fields.js';
 
 interface MeshParams {
   readonly mesh: string;
@@ -32,7 +32,7 @@ interface KeyParams extends MeshParams {
  */
 export function registerIdentityRoutes(app: FastifyInstance, { store, now }: { readonly store: ResourceStore; readonly now: () => number }): void {
   app.post<{ Params: DataplaneParams }>('/meshes/:mesh/dataplanes/:name/token', async (request, reply) => {
-    const { ttl } = fieldsOf(request.body, ['ttl']);
+    const { ttl } = bodyFields(request.body, ['ttl']);
     const issued = await issueDataplaneToken(
       store,
       { ...request.params, now: now(), ...(ttl !== undefined && { ttl: parseTtl(ttl) }) },
@@ -43,7 +43,7 @@ export function registerIdentityRoutes(app: FastifyInstance, { store, now }: { r
   });
 
   app.post<{ Params: DataplaneParams }>('/meshes/:mesh/dataplanes/:name/service-account', async (request, reply) => {
-    fieldsOf(request.body, []);
+    bodyFields(request.body, []);
     const { file, key } = await issueServiceAccount(store, request.params, { caller: authorOf(request) });
     request.log.info({ node: file.client_email, kid: key.resource.name, by: authorOf(request) }, 'service account issued');
     return reply.code(201).send(file);
@@ -55,7 +55,7 @@ export function registerIdentityRoutes(app: FastifyInstance, { store, now }: { r
     return { items: store.list('SigningKey', mesh).map((key) => publicSigningKey(key, current)) };
   });
   app.post<{ Params: MeshParams }>('/meshes/:mesh/signing-keys', async (request, reply) => {
-    fieldsOf(request.body, []);
+    bodyFields(request.body, []);
     const key = await rotateSigningKey(store, request.params.mesh, { caller: authorOf(request) });
     request.log.info({ mesh: key.resource.mesh, kid: key.resource.name, by: authorOf(request) }, 'signing key added: it signs from now on');
     return reply.code(201).send(publicSigningKey(key, key));
@@ -78,7 +78,7 @@ export function registerIdentityRoutes(app: FastifyInstance, { store, now }: { r
 
   app.get('/api-tokens', async () => ({ items: store.list('ApiToken').map(publicApiToken) }));
   app.post('/api-tokens', async (request, reply) => {
-    const { name, role, meshes, ttl } = fieldsOf(request.body, ['name', 'role', 'meshes', 'ttl']);
+    const { name, role, meshes, ttl } = bodyFields(request.body, ['name', 'role', 'meshes', 'ttl']);
     const issued = await issueApiToken(
       store,
       {
@@ -99,19 +99,6 @@ export function registerIdentityRoutes(app: FastifyInstance, { store, now }: { r
     request.log.info({ name, by: authorOf(request) }, 'API token revoked');
     return reply.code(204).send();
   });
-}
-
-/** A request body's fields: an object with only `known` ones, or nothing at all. */
-function fieldsOf(body: unknown, known: readonly string[]): Readonly<Record<string, unknown>> {
-  if (body === undefined) return {};
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new InvalidIdentityRequestError('', `the body must be an object${known.length === 0 ? ', or empty' : ` with ${known.join(', ')}`}`);
-  }
-  const unknown = Object.keys(body).find((field) => !known.includes(field));
-  if (unknown !== undefined) {
-    throw new InvalidIdentityRequestError(unknown, `is not a field of this request, which takes ${known.length === 0 ? 'no body' : known.join(', ')}`);
-  }
-  return body as Readonly<Record<string, unknown>>;
 }
 
 function meshOf(store: ResourceStore, { mesh }: MeshParams): { mesh: string } {

@@ -16,3 +16,12 @@ export class InvalidIdentityRequestError extends ChanceryError {
     super(field === '' ? reason : `${field} ${reason}`);
   }
 }
+
+/** A mesh CA that cannot be removed now: it signs, or connected dataplanes hold what it signed; nothing was changed. */
+export class AuthorityInUseError extends ChanceryError {
+  readonly code = 'CHANCERY_IDENTITY_CA_IN_USE';
+  readonly field = 'id';
+  constructor(readonly mesh: string, readonly id: string, reason: string) {
+    super(`CA ${id} of mesh ${mesh} cannot be removed: ${reason}`);
+  }
+}

@@ -1,4 +1,4 @@
-import type { Dataplane, Mesh, Resource, Valid } from './resources.js';
+import type { CertificateAuthority, Dataplane, DataplaneTls, Mesh, Resource, Valid } from './resources.js';
 
 /**
  * What the generator reads of a store revision. The store's projection is one (src/store adds
@@ -14,6 +14,10 @@ export interface GenerationInput {
 export interface MeshResources {
   readonly mesh: Held<Mesh>;
   readonly dataplanes: ReadonlyMap<string, Held<Dataplane>>;
+  /** The mesh's CAs by id: its trust bundle, and which of them signs. */
+  readonly authorities: ReadonlyMap<string, Held<CertificateAuthority>>;
+  /** What each dataplane has ACKed of mTLS, by dataplane name (src/mesh/tls-readiness.ts). */
+  readonly tls: ReadonlyMap<string, Held<DataplaneTls>>;
 }
 
 /** A resource as stored: a new object only when it is written. */

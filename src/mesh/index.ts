@@ -1,4 +1,18 @@
-export { validate, type ValidationIssue, type ValidationResult } from './validate.js';
+export { CERTIFICATE_TTL, validate, type ValidationIssue, type ValidationResult } from './validate.js';
+export {
+  authoritiesOf,
+  authorityId,
+  authorityOrdinal,
+  certificateTtlOf,
+  mtlsModeOf,
+  notYetTrusting,
+  renewalDue,
+  RENEWAL_POINT,
+  serviceSpiffeId,
+  signingAuthority,
+  spiffeIdsOf,
+  spiffeTrustDomain,
+} from './mesh-tls.js';
 export { RESOURCE_LIMITS } from './limits.js';
 export { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
 export { nodeIdOf, parseNodeId, type NodeIdParse } from './node-id.js';
@@ -10,12 +24,20 @@ export {
   CREDENTIAL_TYPES,
   DATAPLANE_AUTH_MODES,
   DEFAULT_MESH,
+  INBOUND_TLS,
+  MTLS_MODES,
   isCredential,
   isMeshScoped,
   keyOf,
   RESOURCE_TYPES,
   type ApiRole,
   type ApiToken,
+  type CertificateAuthority,
+  type DataplaneTls,
+  type InboundTls,
+  type MeshMtls,
+  type MtlsMode,
+  type Status,
   type Configuration,
   type ConfigurationType,
   type Credential,

@@ -1,6 +1,7 @@
-import { isCredential, isMeshScoped, keyOf, type Credential, type Dataplane, type Mesh, type Resource, type Valid } from '../mesh/index.js';
+import { isCredential, isMeshScoped, keyOf, type CertificateAuthority, type Credential, type Dataplane, type DataplaneTls, type Mesh, type Resource, type Valid } from '../mesh/index.js';
 import { keyIdOf } from './write-plan.js';
 import { asSeq, type Checkpoint, type MeshState, type Projection, type ResourceEvent, type Seq, type Stored } from './types.js';
+import type { ResourceKey } from '../mesh/index.js';
 
 /** The projection of an empty log: revision 0, no meshes. */
 export function emptyProjection(): Projection {
@@ -30,9 +31,12 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
       const resource = event.resource;
       if (resource.type === 'Mesh') batch.putMesh(storedOf(resource, event));
       else if (resource.type === 'Dataplane') batch.putDataplane(storedOf(resource, event));
+      else if (resource.type === 'DataplaneTls') batch.putMember('tls', storedOf(resource, event));
       else batch.putCredential(storedOf(resource, event));
+    } else if (event.key.type === 'DataplaneTls') {
+      batch.deleteMember('tls', event.key.mesh, event.key.name);
     } else if (event.key.type !== 'Mesh' && event.key.type !== 'Dataplane') {
-      batch.deleteCredential(keyIdOf(event.key));
+      batch.deleteCredential(event.key);
     } else if (event.key.type === 'Mesh') {
       batch.deleteMesh(event.key.name);
     } else {
@@ -48,16 +52,20 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
  * projection has one).
  */
 export function projectionOf(checkpoint: Checkpoint): Projection {
-  const meshes = new Map<string, { mesh: Stored<Mesh>; dataplanes: Map<string, Stored<Dataplane>> }>();
+  const meshes = new Map<string, WritableMeshState>();
   const credentials = new Map<string, Stored<Credential>>();
   for (const stored of checkpoint.resources) {
-    if (stored.resource.type === 'Mesh') meshes.set(stored.resource.name, { mesh: stored as Stored<Mesh>, dataplanes: new Map() });
+    if (stored.resource.type === 'Mesh') {
+      meshes.set(stored.resource.name, { mesh: stored as Stored<Mesh>, dataplanes: new Map(), authorities: new Map(), tls: new Map() });
+    }
   }
   for (const stored of checkpoint.resources) {
     const { resource } = stored;
     if (resource.type === 'Dataplane') meshes.get(resource.mesh)?.dataplanes.set(resource.name, stored as Stored<Dataplane>);
+    else if (resource.type === 'DataplaneTls') meshes.get(resource.mesh)?.tls.set(resource.name, stored as Stored<DataplaneTls>);
     else if (isCredential(resource) && (!('mesh' in resource) || meshes.has(resource.mesh))) {
       credentials.set(keyIdOf(keyOf(resource)), stored as Stored<Credential>);
+      if (resource.type === 'CertificateAuthority') meshes.get(resource.mesh)!.authorities.set(resource.name, stored as Stored<CertificateAuthority>);
     }
   }
   return { revision: checkpoint.seq, meshes, credentials };
@@ -69,6 +77,7 @@ export function checkpointOf(projection: Projection): Checkpoint {
   for (const state of projection.meshes.values()) {
     resources.push(state.mesh);
     for (const dataplane of state.dataplanes.values()) resources.push(dataplane);
+    for (const status of state.tls.values()) resources.push(status);
   }
   resources.push(...projection.credentials.values());
   return { seq: projection.revision, resources };
@@ -79,16 +88,30 @@ export function storedOf<T extends Resource>(resource: Valid<T>, event: Resource
   return { resource, version: event.version, seq: event.seq, updatedAt: event.at };
 }
 
+type WritableMeshState = { -readonly [K in keyof MeshState]: MeshState[K] extends ReadonlyMap<infer K2, infer V> ? Map<K2, V> : MeshState[K] };
+
+/** The maps of a mesh's members other than its dataplanes, each copied on its first change. */
+type MemberMaps = Pick<MeshState, 'authorities' | 'tls'>;
+type Members = keyof MemberMaps;
+interface MemberOf {
+  readonly authorities: Stored<CertificateAuthority>;
+  readonly tls: Stored<DataplaneTls>;
+}
+
 /**
  * A mesh the batch has looked at. `origin` is its state before the batch (none for a new
- * mesh); its dataplanes are `shared` with that state until the batch changes one, then `copied`.
+ * mesh); its dataplanes are `shared` with that state until the batch changes one, then `copied`;
+ * so are its other members' maps, in `members` once changed.
  */
 interface Draft {
   readonly origin: MeshState | undefined;
   mesh: Stored<Mesh>;
   readonly shared: ReadonlyMap<string, Stored<Dataplane>>;
   copied: Map<string, Stored<Dataplane>> | undefined;
+  readonly members: { authorities?: Map<string, Stored<CertificateAuthority>>; tls?: Map<string, Stored<DataplaneTls>> };
 }
+
+const NO_MEMBERS: MemberMaps = Object.freeze({ authorities: new Map(), tls: new Map() });
 
 /** The copy-on-write state of one `applyEvents` call. */
 class Batch {
@@ -105,7 +128,7 @@ class Batch {
 
   putMesh(mesh: Stored<Mesh>): void {
     const draft = this.#draft(mesh.resource.name);
-    if (draft === undefined) this.#drafts.set(mesh.resource.name, { origin: undefined, mesh, shared: new Map(), copied: undefined });
+    if (draft === undefined) this.#drafts.set(mesh.resource.name, { origin: undefined, mesh, shared: new Map(), copied: undefined, members: {} });
     else draft.mesh = mesh;
   }
 
@@ -122,10 +145,25 @@ class Batch {
     const { resource } = stored;
     if (isMeshScoped(resource.type) && 'mesh' in resource && this.#draft(resource.mesh) === undefined) return;
     this.#writableCredentials().set(keyIdOf(keyOf(resource)), stored);
+    // The generator reads a mesh's CAs (its trust bundle) from the mesh's state, which changes with them.
+    if (resource.type === 'CertificateAuthority') this.putMember('authorities', stored as Stored<CertificateAuthority>);
   }
 
-  deleteCredential(id: string): void {
+  deleteCredential(key: ResourceKey): void {
+    const id = keyIdOf(key);
     if ((this.#credentials ?? this.#base.credentials).has(id)) this.#writableCredentials().delete(id);
+    if (key.type === 'CertificateAuthority') this.deleteMember('authorities', key.mesh, key.name);
+  }
+
+  putMember<M extends Members>(members: M, stored: MemberOf[M]): void {
+    const { resource } = stored;
+    const draft = this.#draft(resource.mesh);
+    if (draft !== undefined) writableMembers(draft, members).set(resource.name, stored);
+  }
+
+  deleteMember(members: Members, mesh: string, name: string): void {
+    const draft = this.#draft(mesh);
+    if (draft !== undefined && membersOf(draft, members).has(name)) writableMembers(draft, members).delete(name);
   }
 
   putDataplane(dataplane: Stored<Dataplane>): void {
@@ -140,9 +178,15 @@ class Batch {
 
   finish(revision: Seq, at: string | undefined): Projection {
     for (const [name, draft] of this.#drafts) {
+      const { members } = draft;
       // A mesh the batch only looked at keeps its object: consumers memoise on identity.
-      if (draft.copied === undefined && draft.mesh === draft.origin?.mesh) continue;
-      this.#writableMeshes().set(name, { mesh: draft.mesh, dataplanes: draft.copied ?? draft.shared });
+      if (draft.copied === undefined && members.authorities === undefined && members.tls === undefined && draft.mesh === draft.origin?.mesh) continue;
+      this.#writableMeshes().set(name, {
+        mesh: draft.mesh,
+        dataplanes: draft.copied ?? draft.shared,
+        authorities: membersOf(draft, 'authorities'),
+        tls: membersOf(draft, 'tls'),
+      });
     }
     return {
       revision,
@@ -158,7 +202,7 @@ class Batch {
     if (draft === undefined) {
       const origin = (this.#meshes ?? this.#base.meshes).get(name);
       if (origin === undefined) return undefined;
-      draft = { origin, mesh: origin.mesh, shared: origin.dataplanes, copied: undefined };
+      draft = { origin, mesh: origin.mesh, shared: origin.dataplanes, copied: undefined, members: {} };
       this.#drafts.set(name, draft);
     }
     return draft;
@@ -175,4 +219,12 @@ class Batch {
 
 function writableDataplanes(draft: Draft): Map<string, Stored<Dataplane>> {
   return (draft.copied ??= new Map(draft.shared));
+}
+
+function membersOf<M extends Members>(draft: Draft, members: M): MemberMaps[M] {
+  return (draft.members[members] ?? (draft.origin ?? NO_MEMBERS)[members]) as MemberMaps[M];
+}
+
+function writableMembers<M extends Members>(draft: Draft, members: M): Map<string, MemberOf[M]> {
+  return (draft.members[members] ??= new Map(membersOf(draft, members) as ReadonlyMap<string, never>)) as Map<string, MemberOf[M]>;
 }

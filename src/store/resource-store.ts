@@ -183,11 +183,17 @@ class EventSourcedStore implements ResourceStore {
     const { meshes, credentials } = this.projection;
     if (key.type === 'Mesh') return meshes.get(key.name)?.mesh;
     if (key.type === 'Dataplane') return meshes.get(key.mesh)?.dataplanes.get(key.name);
+    if (key.type === 'DataplaneTls') return meshes.get(key.mesh)?.tls.get(key.name);
     return credentials.get(keyIdOf(key));
   }
 
   list<T extends ResourceType>(type: T, mesh?: string): readonly Stored<OfType<T>>[] {
     const { meshes, credentials } = this.projection;
+    if (type === 'DataplaneTls') {
+      const state = mesh === undefined ? undefined : meshes.get(mesh);
+      const all = mesh === undefined ? [...meshes.values()].flatMap((each) => [...each.tls.values()]) : [...(state?.tls.values() ?? [])];
+      return byName(new Map(all.map((stored) => [keyIdOf(keyOf(stored.resource)), stored]))) as Stored<OfType<T>>[];
+    }
     if (type !== 'Mesh' && type !== 'Dataplane') {
       const matching = [...credentials.values()].filter(({ resource }) => resource.type === type && (mesh === undefined || keyOf(resource).mesh === mesh));
       return byName(new Map(matching.map((stored) => [keyIdOf(keyOf(stored.resource)), stored]))) as Stored<OfType<T>>[];
