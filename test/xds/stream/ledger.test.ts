@@ -263,7 +263,7 @@ describe('the SotW ledger, by its own rules', () => {
   it('skips the first response to a reconnecting wildcard client that already holds the version (xDS: safe to skip)', () => {
     const stream = new Stream('sotw');
     const held = new Stream('sotw').served(client).version;
-    stream.receive({ ...client.subscribe(CLUSTER), versionInfo: held });
+    stream.receive({ protocol: 'sotw', typeUrl: CLUSTER, versionInfo: held, resourceNames: [], responseNonce: '' });
     expect(stream.ledger.holdsConfiguration()).toBe(true);
     expect(stream.respond(CLUSTER, A)).toBeUndefined();
     expect(stream.ledger.report(CLUSTER)?.sent?.version).toBe(held);
@@ -301,7 +301,7 @@ describe('the Delta ledger, by its own rules', () => {
     const served = new Stream('delta').served(client);
     const held = Object.fromEntries(served.resources.map((resource) => [resource.name, resource.version]));
     const stream = new Stream('delta');
-    stream.receive({ ...client.subscribe(CLUSTER), initialVersions: held });
+    stream.receive({ protocol: 'delta', typeUrl: CLUSTER, subscribe: [], unsubscribe: [], initialVersions: held, responseNonce: '' });
     expect(stream.ledger.holdsConfiguration()).toBe(true);
     expect(names(stream.respond(CLUSTER, A_CHANGED))).toEqual(['a']);
   });
