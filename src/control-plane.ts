@@ -18,7 +18,7 @@ import {
 import { fleetSessions, Pregeneration, recordedSessions, type FleetSession, SessionRecorder } from './fleet/index.js';
 import { connectInspector, type SessionInspector } from './inspector/index.js';
 import type { SessionView } from './machines/index.js';
-import { generate, validate, type Resource, type ResourceKey } from './mesh/index.js';
+import { generate, validate, type DataplaneTls, type Resource, type ResourceKey, type Valid } from './mesh/index.js';
 import {
   checkRetention,
   createResourceStore,
@@ -32,7 +32,18 @@ import {
   type Stored,
   type WriteOptions,
 } from './store/index.js';
-import { clientStatuses, combineCallbacks, SessionRegistry, SessionScheduler, SessionViews, SessionWatch, type LastSent, type SessionCallbacks } from './sessions/index.js';
+import {
+  CertificateKeeper,
+  clientStatuses,
+  combineCallbacks,
+  SessionRegistry,
+  SessionScheduler,
+  SessionViews,
+  SessionWatch,
+  TlsStatusWriter,
+  type LastSent,
+  type SessionCallbacks,
+} from './sessions/index.js';
 import { grpcServerCredentials, XdsServer, type XdsServerSizes } from './xds/index.js';
 
 /**
@@ -145,6 +156,7 @@ class ChanceryControlPlane implements ControlPlane {
   readonly #refusals = new RefusalLog();
   /** One time-sliced scheduler for the sessions' fan-out, ticks and catch-ups, and the session records. */
   readonly #scheduler = new SessionScheduler();
+  #certificates!: CertificateKeeper;
   #xdsTls: TlsFiles | undefined;
   #inspector: SessionInspector | undefined;
   #running: Running | undefined;
@@ -165,7 +177,7 @@ class ChanceryControlPlane implements ControlPlane {
     if (options.recordTicks === undefined && this.#instanceTtl < 3 * recordInterval) {
       throw new RangeError(`instanceTtl (${this.#instanceTtl} ms) must be at least 3 × recordInterval (${recordInterval} ms), or live instances would look dead between saves`);
     }
-    const metrics = new ControlPlaneMetrics({ sessions: () => this.#views, now });
+    const metrics = new ControlPlaneMetrics({ sessions: () => this.#views, now, soonestCertificateExpiry: () => this.#certificates.soonestExpiry() });
     this.metrics = metrics;
     // A session's changes mark its record to be saved with the next batch: its story too when a step was added.
     const recording: SessionCallbacks = {
@@ -176,6 +188,20 @@ class ChanceryControlPlane implements ControlPlane {
       },
     };
     const inspecting: SessionCallbacks = { inspect: (node) => this.#inspector?.observerFor(node) };
+    // Mesh mTLS (docs/mtls.md): certificates issued here, and what each node ACKed of them written for the generator.
+    const certificates = new CertificateKeeper({ projection: () => this.store.projection, now, onIssued: (renewal) => metrics.certificateIssued(renewal) });
+    this.#certificates = certificates;
+    const tlsStatus = new TlsStatusWriter({
+      session: (node) => this.#registry.session(node),
+      stored: (mesh, name) => (this.store.get({ type: 'DataplaneTls', mesh, name }) as Stored<DataplaneTls> | undefined)?.resource,
+      write: (status: Valid<DataplaneTls>) => this.store.put(status, { caller: 'chancery' }),
+      logger: this.#logger,
+    });
+    const acks: SessionCallbacks = {
+      onRequest: (node, kind) => {
+        if (kind === 'ack') tlsStatus.acked(node);
+      },
+    };
     this.#watch = new SessionWatch();
     this.#registry = new SessionRegistry({
       instanceId: this.instanceId,
@@ -183,7 +209,7 @@ class ChanceryControlPlane implements ControlPlane {
       generate: (node) => {
         const started = performance.now();
         const { projection } = this.store;
-        const result = generate(node, projection);
+        const result = generate(node, projection, certificates.current(node));
         metrics.generated((performance.now() - started) / 1000);
         return result.ok ? result : { ok: false, revision: projection.revision, error: { code: result.error.code, message: result.error.message } };
       },
@@ -193,7 +219,8 @@ class ChanceryControlPlane implements ControlPlane {
       logger: this.#logger,
       catchUp: () => this.store.refresh(),
       scheduler: this.#scheduler,
-      callbacks: combineCallbacks(metrics, recording, this.#watch, inspecting),
+      callbacks: combineCallbacks(metrics, recording, this.#watch, inspecting, acks),
+      certificates,
     });
     this.#views = new SessionViews(this.#registry, this.instanceId);
     this.#xds = new XdsServer({

@@ -4,6 +4,7 @@ import {
   LISTENER,
   ResourceSet,
   ROUTE,
+  SECRET,
   sealSnapshot,
   type EmptyConfigurationError,
   type MissingReferenceError,
@@ -12,15 +13,19 @@ import {
 import type { GenerationInput } from './generation-input.js';
 import { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from './errors.js';
 import { meshServices } from './mesh-services.js';
-import { nodeResources } from './node-resources.js';
+import { nodeResources, PLAINTEXT, type NodeTlsPlan } from './node-resources.js';
 import { parseNodeId } from './node-id.js';
+import type { Dataplane } from './resources.js';
+import { CertificateNeededError, certificateProblem, meshTls, nodeSecrets, type MeshTls, type NodeCertificate } from './tls-contexts.js';
+import { recordTlsFacts } from './tls-readiness.js';
 
 export type GenerateError =
   | InvalidNodeIdError
   | MeshNotFoundError
   | DataplaneNotFoundError
   | EmptyConfigurationError
-  | MissingReferenceError;
+  | MissingReferenceError
+  | CertificateNeededError;
 
 export type GenerateResult =
   | { readonly ok: true; readonly snapshot: Snapshot }
@@ -33,8 +38,12 @@ export type GenerateResult =
  * service resources, the same objects for every node of the mesh. Encoding happens only for
  * what changed since the last call: a Dataplane or mesh left as it was costs no encoding.
  * Returns an error, never a placeholder, when there is nothing to push (I1).
+ *
+ * In a mesh with mTLS, `certificate` is the node's workload certificate, which the instance
+ * serving it issued (it is random, so it is an input, not made here): without a usable one the
+ * answer is `CertificateNeededError`, never a configuration naming a Secret it cannot hold (I8).
  */
-export function generate(node: string, projection: GenerationInput): GenerateResult {
+export function generate(node: string, projection: GenerationInput, certificate?: NodeCertificate): GenerateResult {
   const { revision } = projection;
   const id = parseNodeId(node);
   if (!id.ok) return { ok: false, error: new InvalidNodeIdError(node, revision, id.reason) };
@@ -45,8 +54,17 @@ export function generate(node: string, projection: GenerationInput): GenerateRes
     return { ok: false, error: new DataplaneNotFoundError(node, revision, id.mesh, id.name) };
   }
   const services = meshServices(state);
-  const own = nodeResources(dataplane, services);
-  return sealSnapshot({
+  const tls = meshTls(state);
+  let plan = PLAINTEXT;
+  let secrets = ResourceSet.empty;
+  if (tls.mode !== 'disabled') {
+    const problem = certificateProblem(dataplane.resource, certificate, state);
+    if (problem !== undefined) return { ok: false, error: new CertificateNeededError(node, revision, problem) };
+    plan = tlsPlan(dataplane.resource, tls);
+    secrets = nodeSecrets(tls, certificate!);
+  }
+  const own = nodeResources(dataplane, services, plan);
+  const sealed = sealSnapshot({
     node,
     revision,
     types: {
@@ -54,6 +72,24 @@ export function generate(node: string, projection: GenerationInput): GenerateRes
       [ENDPOINT]: { wildcard: services.missingEndpoints(own.outboundServices), named: services.endpoints },
       [LISTENER]: { wildcard: own.listeners, named: services.listeners },
       [ROUTE]: { wildcard: ResourceSet.empty, named: services.routes },
+      [SECRET]: { wildcard: secrets, named: [] },
     },
   });
+  // What the node will hold once it ACKs this snapshot, for the status its instance writes then (tls-readiness.ts).
+  if (sealed.ok && (tls.mode !== 'disabled' || state.tls.has(id.name))) {
+    recordTlsFacts(sealed.snapshot, {
+      issuer: tls.mode === 'disabled' ? '' : certificate!.issuer,
+      trusts: tls.mode === 'disabled' ? [] : [...state.authorities.keys()].sort(),
+      inbound: plan.inbound,
+    });
+  }
+  return sealed;
+}
+
+/** Which of an Envoy's listeners and clusters speak mTLS in its mesh now. */
+function tlsPlan(dataplane: Dataplane, tls: MeshTls): NodeTlsPlan {
+  const inbound = tls.mode === 'strict' ? 'strict' : 'permissive';
+  const outbound = [...new Set(dataplane.networking.outbound.map(({ service }) => service))].sort();
+  const tlsTo = outbound.filter((service) => tls.clientTls(service));
+  return { key: `${inbound} ${tlsTo.join(',')}`, mesh: dataplane.mesh, inbound, outboundTls: (service) => tlsTo.includes(service) };
 }

@@ -26,3 +26,14 @@ export function localClusterName(servicePort: number): string {
 export function serviceResourceName(service: string): string {
   return service;
 }
+
+/**
+ * The SDS Secret holding a node's workload certificate and key: the same name on every node (each
+ * is sent its own), so a renewal changes the Secret's version, never a Listener or Cluster.
+ */
+export const IDENTITY_SECRET = 'mtls:identity';
+
+/** The SDS Secret holding a mesh's trust bundle: every CA of the mesh. */
+export function trustSecretName(mesh: string): string {
+  return `mtls:trust:${mesh}`;
+}

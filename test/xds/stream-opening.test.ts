@@ -5,7 +5,8 @@ import { AdsStream } from '../support/ads-client.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { BACKEND, callStatus, envoyDataplane, getSession, namesOf, unaryStatus } from './fixtures.js';
 
-const SECRET = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
+// A type Chancery does not serve: the runtime layers of RTDS.
+const RUNTIME = 'type.googleapis.com/envoy.service.runtime.v3.Runtime';
 
 let harness: Harness;
 beforeAll(async () => {
@@ -77,10 +78,10 @@ describe('the node is read from the first request only (xDS "node only on the fi
 describe('an unsupported variant is refused with a gRPC status, never accepted and left silent', () => {
   it('ends a stream whose first request asks for an unsupported type URL, naming it', async () => {
     const stream = open();
-    stream.send({ typeUrl: SECRET, nodeId: 'default.web-1' });
+    stream.send({ typeUrl: RUNTIME, nodeId: 'default.web-1' });
     const end = await stream.ending();
     expect(end.code).toBe(status.INVALID_ARGUMENT);
-    expect(end.details).toContain(SECRET);
+    expect(end.details).toContain(RUNTIME);
     expect(end.details).toContain(CLUSTER);
   });
 
@@ -88,10 +89,10 @@ describe('an unsupported variant is refused with a gRPC status, never accepted a
     const stream = open();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
     await stream.nextResponse();
-    stream.send({ typeUrl: SECRET, resourceNames: ['cert'] });
+    stream.send({ typeUrl: RUNTIME, resourceNames: ['cert'] });
     const end = await stream.ending();
     expect(end.code).toBe(status.INVALID_ARGUMENT);
-    expect(end.details).toContain(SECRET);
+    expect(end.details).toContain(RUNTIME);
     expect(end.details).toContain('default.backend-1');
   });
 

@@ -1,0 +1,35 @@
+import type { Snapshot } from '../xds/index.js';
+import type { DataplaneTls } from './resources.js';
+
+/**
+ * What a node holds of mTLS once it has ACKed a snapshot: the CA of its certificate, the CAs it
+ * trusts, what its inbound accepts. The instance serving the node writes it as the node's
+ * DataplaneTls status when it changes; the generator reads those statuses (tls-contexts.ts), so
+ * migrations wait on what nodes hold, and every instance decides alike from the same revision
+ * (I6, I8). It lives in the store rather than in an instance's memory because a node's clients
+ * may be served by other instances.
+ */
+export type TlsFacts = Pick<DataplaneTls, 'issuer' | 'trusts' | 'inbound'>;
+
+const facts = new WeakMap<Snapshot, TlsFacts>();
+
+/** Called by the generator for each snapshot of a node whose mesh has (or had) mTLS. */
+export function recordTlsFacts(snapshot: Snapshot, held: TlsFacts): void {
+  facts.set(snapshot, held);
+}
+
+/** What a node serving `snapshot` holds of mTLS; undefined for a mesh that never had it. */
+export function tlsFactsOf(snapshot: Snapshot): TlsFacts | undefined {
+  return facts.get(snapshot);
+}
+
+/** Whether a stored status says what `held` says. */
+export function sameTlsFacts(status: TlsFacts | undefined, held: TlsFacts): boolean {
+  return (
+    status !== undefined &&
+    status.issuer === held.issuer &&
+    status.inbound === held.inbound &&
+    status.trusts.length === held.trusts.length &&
+    status.trusts.every((id, i) => id === held.trusts[i])
+  );
+}

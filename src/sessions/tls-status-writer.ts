@@ -1,0 +1,64 @@
+import type { Logger } from 'pino';
+import { parseNodeId, sameTlsFacts, tlsFactsOf, type DataplaneTls, type TlsFacts, type Valid } from '../mesh/index.js';
+import type { Ledger } from '../xds/index.js';
+import type { Session } from './live-session.js';
+
+export interface TlsStatusWriterOptions {
+  /** The node's session on this instance. */
+  readonly session: (node: string) => Session | undefined;
+  /** The node's status as stored now. */
+  readonly stored: (mesh: string, name: string) => TlsFacts | undefined;
+  /** Writes a status (an upsert); rejects when the store cannot take it. */
+  readonly write: (status: Valid<DataplaneTls>) => Promise<unknown>;
+  readonly logger: Logger;
+}
+
+/**
+ * Writes each node's DataplaneTls status (tls-readiness.ts) when the node has ACKed everything
+ * it was sent and that differs from what is stored: what the generator's migration rules wait on
+ * (I8). Writes go one at a time, the newest per node; a failed one is retried at the node's next ACK.
+ */
+export class TlsStatusWriter {
+  readonly #options: TlsStatusWriterOptions;
+  readonly #pending = new Map<string, Valid<DataplaneTls>>();
+  #writing = false;
+
+  constructor(options: TlsStatusWriterOptions) {
+    this.#options = options;
+  }
+
+  /** The node ACKed a response on its current stream. */
+  acked(node: string): void {
+    const { phase } = this.#options.session(node)?.actor.getSnapshot().context ?? {};
+    if (phase?.state !== 'serving') return;
+    const held = tlsFactsOf(phase.snapshot);
+    if (held === undefined || !holdsAllSent(phase.ledger)) return;
+    const id = parseNodeId(node);
+    if (!id.ok || sameTlsFacts(this.#options.stored(id.mesh, id.name), held)) return;
+    this.#pending.set(node, Object.freeze({ type: 'DataplaneTls', mesh: id.mesh, name: id.name, ...held }) as Valid<DataplaneTls>);
+    void this.#flush();
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#writing) return;
+    this.#writing = true;
+    try {
+      for (const [node, status] of this.#pending) {
+        this.#pending.delete(node);
+        if (sameTlsFacts(this.#options.stored(status.mesh, status.name), status)) continue;
+        await this.#options.write(status).catch((error: unknown) => this.#options.logger.warn({ err: error, node }, 'writing the node’s mTLS status failed; written at its next ACK'));
+      }
+    } finally {
+      this.#writing = false;
+    }
+  }
+}
+
+/** Whether the stream ACKed the last response of every type it asked for: the node holds what it was sent. */
+function holdsAllSent(ledger: Ledger): boolean {
+  for (const typeUrl of ledger.requestedTypes()) {
+    const report = ledger.report(typeUrl);
+    if (report?.sent !== undefined && report.acked?.nonce !== report.sent.nonce) return false;
+  }
+  return true;
+}
