@@ -6,6 +6,7 @@ import {
   notYetTrusting,
   signingAuthority,
   spiffeTrustDomain,
+  trustBundleOf,
   type CertificateAuthority,
   type MeshResources,
   type Valid,
@@ -114,7 +115,7 @@ export function meshAuthoritiesView(state: MeshResources & { readonly authoritie
         certificate,
       };
     }),
-    trustBundle: authorities.map((stored) => stored.resource.certificate).join(''),
+    trustBundle: trustBundleOf(state),
   };
 }
 

@@ -33,6 +33,16 @@ export function viewOf(
     }),
     ...(phase.state === 'serving' && { revision: phase.snapshot.revision }),
     ...(context.error && { error: { code: context.error.code, message: context.error.message } }),
+    ...(context.certificate && {
+      certificate: {
+        spiffeIds: context.certificate.spiffeIds,
+        serial: context.certificate.serial,
+        issuer: context.certificate.issuer,
+        notAfter: isoTime(context.certificate.notAfter),
+        renewAt: isoTime(context.certificate.renewAt),
+      },
+    }),
+    ...(context.certificateError !== undefined && { certificateError: context.certificateError }),
     types,
     transitions,
   };

@@ -12,6 +12,7 @@ export {
   signingAuthority,
   spiffeIdsOf,
   spiffeTrustDomain,
+  trustBundleOf,
 } from './mesh-tls.js';
 export { RESOURCE_LIMITS } from './limits.js';
 export { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';

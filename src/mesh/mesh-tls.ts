@@ -66,6 +66,17 @@ export function authoritiesOf(state: MeshResources): readonly Held<CertificateAu
 }
 
 /**
+ * The mesh's trust bundle: every CA's certificate, oldest first, each on lines of its own (a PEM
+ * run into the next is not read past the first: Envoy NACKs "Failed to load trusted CA
+ * certificates").
+ */
+export function trustBundleOf(state: MeshResources): string {
+  return authoritiesOf(state)
+    .map(({ resource }) => (resource.certificate.endsWith('\n') ? resource.certificate : `${resource.certificate}\n`))
+    .join('');
+}
+
+/**
  * The CA that signs the mesh's certificates now: the newest that every dataplane verifying
  * certificates (one whose status lists a trust bundle) has ACKed in its bundle, so nothing it
  * signs is presented before every peer trusts it (I8); the oldest when none is trusted by all

@@ -2,7 +2,7 @@ import { ChanceryError } from '../chancery-error.js';
 import { anyOf, encodeResource, ResourceSet, SECRET, type EncodedResource } from '../xds/index.js';
 import { ADS_CONFIG_SOURCE } from './envoy-fragments.js';
 import type { Held, MeshResources } from './generation-input.js';
-import { authoritiesOf, mtlsModeOf, serviceSpiffeId, spiffeIdsOf } from './mesh-tls.js';
+import { mtlsModeOf, serviceSpiffeId, spiffeIdsOf, trustBundleOf } from './mesh-tls.js';
 import { IDENTITY_SECRET, trustSecretName } from './names.js';
 import type { Dataplane, DataplaneTls, MtlsMode } from './resources.js';
 
@@ -70,13 +70,12 @@ function accepts(mode: MtlsMode, status: Held<DataplaneTls> | undefined): boolea
 function buildMeshTls(state: MeshResources): MeshTls {
   const mode = mtlsModeOf(state.mesh.resource);
   const mesh = state.mesh.resource.name;
-  const authorities = authoritiesOf(state);
   const trust =
-    mode === 'disabled' || authorities.length === 0
+    mode === 'disabled' || state.authorities.size === 0
       ? undefined
       : encodeResource(SECRET, trustSecretName(mesh), {
           name: trustSecretName(mesh),
-          validation_context: { trusted_ca: { inline_string: authorities.map((held) => held.resource.certificate).join('') } },
+          validation_context: { trusted_ca: { inline_string: trustBundleOf(state) } },
         });
   const refused = new Set<string>();
   if (trust !== undefined) {

@@ -27,8 +27,15 @@ export class TlsStatusWriter {
     this.#options = options;
   }
 
-  /** The node ACKed a response on its current stream. */
+  /**
+   * The node ACKed a response on its current stream. Told before its session hears of the ACK
+   * (`SessionCallbacks.onRequest`), so the ledger is read once the session has recorded it.
+   */
   acked(node: string): void {
+    queueMicrotask(() => this.#check(node));
+  }
+
+  #check(node: string): void {
     const { phase } = this.#options.session(node)?.actor.getSnapshot().context ?? {};
     if (phase?.state !== 'serving') return;
     const held = tlsFactsOf(phase.snapshot);

@@ -3,22 +3,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { envoyBinary, type EnvoyProcess } from '../support/envoy.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { startHttpBackend, HttpClient } from '../support/http-backend.js';
-import { eventually, Traffic } from '../support/traffic.js';
+import { Traffic } from '../support/traffic.js';
+import { enableMtls } from './mtls-support.js';
 import { freePort, noWipes, reaches, SERVICE, SidecarMesh, wipeCounters, XDS_MODES, type Sidecar } from './sidecars.js';
 
 // Fails the file at once, naming the install command, on a machine without Envoy.
 envoyBinary();
-
-/** Puts Mesh `default` with `mtls` and waits until it has a CA. */
-export async function enableMtls(api: string, mtls: object): Promise<void> {
-  const answer = await fetch(`http://${api}/meshes/default`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'Mesh', name: 'default', dataplaneAuth: 'none', mtls }),
-  });
-  if (!answer.ok) throw new Error(`PUT /meshes/default answered ${answer.status}: ${await answer.text()}`);
-  await eventually('the mesh’s first CA', async () => ((await (await fetch(`http://${api}/meshes/default/ca`)).json()) as { items: unknown[] }).items.length > 0);
-}
 
 /** The sum of every stat of `envoy` whose name matches `pattern`. */
 async function sumOf(envoy: EnvoyProcess, pattern: RegExp): Promise<number> {

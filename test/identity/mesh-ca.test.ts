@@ -60,7 +60,7 @@ describe('a Mesh’s mtls', () => {
     expect(ca.ca).toBe(true);
     expect(ca.publicKey.asymmetricKeyDetails).toMatchObject({ namedCurve: 'prime256v1' });
     expect(body.items[0].notAfter).toBe(new Date(ca.validTo).toISOString());
-    expect(body.trustBundle).toBe(body.items[0].certificate);
+    expect(body.trustBundle).toBe(`${body.items[0].certificate}\n`);
   });
 
   it('never shows a CA’s private key: not in the list, the rotation’s answer, nor /events', async () => {
@@ -94,7 +94,7 @@ describe('CA rotation and removal', () => {
       ['ca-1', true],
       ['ca-2', false],
     ]);
-    expect(listed.trustBundle).toBe(listed.items[0].certificate + listed.items[1].certificate);
+    expect(listed.trustBundle).toBe(`${listed.items[0].certificate}\n${listed.items[1].certificate}\n`);
     const refused = await call('DELETE', '/meshes/rot/ca/ca-1');
     expect(refused).toMatchObject({ status: 409, body: { code: 'CHANCERY_IDENTITY_CA_IN_USE', field: 'id', reason: expect.stringMatching(/it signs the mesh’s certificates/) } });
 
@@ -125,7 +125,7 @@ describe('chancery ca rotate|list|remove --mesh', () => {
     const listed = await cli(['ca', 'list', '--mesh', 'cli']);
     expect(listed.stdout).toMatch(/^ID\s+CREATED\s+NOT AFTER\s+SIGNS\s+CERTIFICATES\s+NOT TRUSTED BY\nca-1 .*\n ?ca-2 .*yes\s+0\n$/m);
     const json = JSON.parse((await cli(['ca', 'list', '--mesh', 'cli', '-o', 'json'])).stdout);
-    expect(json.trustBundle).toMatch(/^(-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----\n?){2}$/);
+    expect(json.trustBundle).toMatch(/^(-----BEGIN CERTIFICATE-----\n[^-]+-----END CERTIFICATE-----\n){2}$/);
     expect(await cli(['ca', 'remove', '--mesh', 'cli', 'ca-1'])).toMatchObject({ code: 0, stdout: 'CA ca-1 removed from mesh cli: no dataplane trusts it any more\n' });
     const refused = await cli(['ca', 'remove', '--mesh', 'cli', 'ca-2']);
     expect(refused).toMatchObject({ code: 1, stderr: expect.stringMatching(/CHANCERY_IDENTITY_CA_IN_USE \(HTTP 409\)/) });
