@@ -27,7 +27,7 @@ function state(mode: MtlsMode, options: { statuses?: Record<string, InboundTls>;
   const base = meshState(mesh, [backend('backend-1', 10001), backend('backend-2', 10002), web]);
   const authorities = options.authorities === false ? new Map() : new Map([['ca-1', stored(authority as Valid<CertificateAuthority>)]]);
   const tls = new Map(
-    Object.entries(options.statuses ?? {}).map(([name, inbound]) => [name, stored({ type: 'DataplaneTls', mesh: 'default', name, issuer: 'ca-1', trusts: ['ca-1'], inbound } as Valid<DataplaneTls>)]),
+    Object.entries(options.statuses ?? {}).map(([name, inbound]) => [name, stored({ type: 'DataplaneTls', mesh: 'default', name, issuer: 'ca-1', trusts: ['ca-1'], inbound } as unknown as Valid<DataplaneTls>)]),
   );
   return { ...base, authorities, tls };
 }
