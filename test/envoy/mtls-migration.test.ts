@@ -77,6 +77,10 @@ describe.each(XDS_MODES)('mTLS changes under continuous traffic over %s', (mode)
     // Rotation: ca-2 joins every bundle, signs once all trust it, and certificates move to it at renewal.
     expect((await fetch(`http://${harness.api}/meshes/default/ca`, { method: 'POST' })).status).toBe(201);
     await eventually('ca-2 signing', async () => (await caList()).items.find((ca) => ca.id === 'ca-2')?.signing === true, { attempts: 400, every: 25 });
+    // Connected dataplanes still hold certificates ca-1 signed: removing it now would fail their handshakes.
+    const early = await fetch(`http://${harness.api}/meshes/default/ca/ca-1`, { method: 'DELETE' });
+    expect(early.status).toBe(409);
+    expect(await early.json()).toMatchObject({ code: 'CHANCERY_IDENTITY_CA_IN_USE', reason: expect.stringMatching(/connected dataplanes hold certificates it signed \(backend-1, backend-2, web-1\)/) });
     harness.clock.increment(21_000);
     await eventually('every certificate from ca-2', async () => (await Promise.all(nodes().map(view))).every((session) => session.certificate?.issuer === 'ca-2'), { attempts: 400, every: 25 });
     await eventually('every node converged on ca-2', converged, { attempts: 400, every: 25 });
