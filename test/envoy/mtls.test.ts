@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../cli/cli-harness.js';
 import { envoyBinary, type EnvoyProcess } from '../support/envoy.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { startHttpBackend, HttpClient } from '../support/http-backend.js';
@@ -65,6 +66,13 @@ describe.each(XDS_MODES)('strict mTLS between Envoys over %s', (mode) => {
     expect(await certificateUris(backends[0]!.envoy)).toContain(`spiffe://default/${SERVICE}`);
     expect(await certificateUris(client.envoy)).toContain('spiffe://default/dataplane/web-1');
     expect(await client.envoy.stat(`cluster.${SERVICE}.ssl.connection_error`)).toBe(0);
+
+    // chancery inspect shows the certificate the node holds, the one /certs showed.
+    const inspected = await runCli(['inspect', 'default.backend-1', '--api-address', harness.api]);
+    expect(inspected.stdout).toMatch(/^Identity: {2}spiffe:\/\/default\/echo$/m);
+    const serial = /^Certificate: serial ([0-9a-f]+), issued by CA ca-1, valid until \S+Z, renewed at \S+Z$/m.exec(inspected.stdout)?.[1];
+    const certs = (await (await fetch(`${backends[0]!.envoy.admin}/certs`)).json()) as { certificates: Array<{ cert_chain?: Array<{ serial_number?: string }> }> };
+    expect(certs.certificates.flatMap((entry) => (entry.cert_chain ?? []).map((cert) => cert.serial_number))).toContain(serial);
 
     // Plaintext straight to a backend's inbound reaches no app: the listener has only its mTLS chain.
     const served = backends[0]!.app.served;
