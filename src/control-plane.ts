@@ -157,6 +157,7 @@ class ChanceryControlPlane implements ControlPlane {
   /** One time-sliced scheduler for the sessions' fan-out, ticks and catch-ups, and the session records. */
   readonly #scheduler = new SessionScheduler();
   #certificates!: CertificateKeeper;
+  readonly #admission: StreamAuthenticator;
   #xdsTls: TlsFiles | undefined;
   #inspector: SessionInspector | undefined;
   #running: Running | undefined;
@@ -223,6 +224,8 @@ class ChanceryControlPlane implements ControlPlane {
       certificates,
     });
     this.#views = new SessionViews(this.#registry, this.instanceId);
+    // Who may speak as a dataplane: on the xDS port, and when its agent asks for a certificate.
+    this.#admission = new StreamAuthenticator({ store: { get: (key) => this.store.get(key) }, now, audienceHosts: () => this.#xdsTls?.names ?? [] });
     this.#xds = new XdsServer({
       gateway: options.sessionGateway?.(this.#registry) ?? this.#registry,
       instanceId: this.instanceId,
@@ -231,7 +234,7 @@ class ChanceryControlPlane implements ControlPlane {
       clientStatus: { clients: () => clientStatuses(this.#registry) },
       limits: { ...DEFAULTS.xdsLimits, ...options.xdsLimits },
       ...(maxConnectionAge !== 'off' && { maxConnectionAge }),
-      admission: new StreamAuthenticator({ store: { get: (key) => this.store.get(key) }, now, audienceHosts: () => this.#xdsTls?.names ?? [] }),
+      admission: this.#admission,
       onRefused: (refused) => {
         this.#refusals.record(refused);
         metrics.refused(refused);
@@ -317,6 +320,7 @@ class ChanceryControlPlane implements ControlPlane {
           metrics: options.metricsSource?.(this.metrics) ?? this.metrics,
           now: this.#now,
           refusals: () => this.refusals(),
+          dataplanes: { admit: (node, authorization) => this.#admission.admit(node, authorization), certificateIssued: () => this.metrics.certificateIssued(false) },
         },
         {
           logger: this.#logger,

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ApiAuthentication, ApiCaller } from '../identity/index.js';
+import { CERTIFICATE_ROUTE } from './certificate-routes.js';
 import { ForbiddenError, UnauthenticatedError } from './errors.js';
 
 declare module 'fastify' {
@@ -20,8 +21,12 @@ export type ApiAccess =
       onDenied?(status: 401 | 403): void;
     };
 
-/** Probes, scrapes and the UI's static files: open to anyone (README "Securing Chancery"). */
-const OPEN_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/:file']);
+/**
+ * Probes, scrapes and the UI's static files: open to anyone (README "Securing Chancery"); and the
+ * route a dataplane's agent asks a certificate on, which checks the dataplane's own credentials
+ * as the xDS port does (certificate-routes.ts).
+ */
+const OPEN_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/:file', CERTIFICATE_ROUTE]);
 
 /** Routes only an admin may call, whatever the method: callers and the keys that sign tokens. */
 const ADMIN_ROUTES = [/^\/api-tokens/, /^\/meshes\/:mesh\/signing-keys/];

@@ -1,7 +1,14 @@
 import { ChanceryError } from '../chancery-error.js';
 import { clip } from '../excerpt.js';
 import type { ValidationIssue } from '../mesh/index.js';
-import type { AuthorityInUseError, InvalidCertificateRequestError, InvalidIdentityRequestError, InvalidTokenLifetimeError } from '../identity/index.js';
+import type {
+  AuthorityInUseError,
+  DataplaneUnauthenticatedError,
+  InvalidCertificateRequestError,
+  InvalidIdentityRequestError,
+  InvalidTokenLifetimeError,
+  MtlsUnavailableError,
+} from '../identity/index.js';
 import type {
   FutureRevisionError,
   MeshNotFoundError,
@@ -34,7 +41,9 @@ type HandledError =
   | InvalidTokenLifetimeError
   | InvalidIdentityRequestError
   | AuthorityInUseError
-  | InvalidCertificateRequestError;
+  | InvalidCertificateRequestError
+  | MtlsUnavailableError
+  | DataplaneUnauthenticatedError;
 export type ApiErrorCode = HandledError['code'];
 
 /**
@@ -75,6 +84,8 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_IDENTITY_INVALID_REQUEST: 400,
   CHANCERY_IDENTITY_CA_IN_USE: 409,
   CHANCERY_IDENTITY_INVALID_CSR: 400,
+  CHANCERY_IDENTITY_MTLS_UNAVAILABLE: 409,
+  CHANCERY_IDENTITY_DATAPLANE_UNAUTHENTICATED: 401,
 };
 
 /** The field an error names when the error itself carries none. */

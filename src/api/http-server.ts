@@ -8,6 +8,7 @@ import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { registerBootstrapRoutes } from './bootstrap-routes.js';
 import { registerCaRoutes } from './ca-routes.js';
+import { registerCertificateRoutes } from './certificate-routes.js';
 import { answerClientError } from './client-errors.js';
 import { errorResponse, type ServerLimits } from './error-response.js';
 import { MalformedRequestError, MethodNotAllowedError, RouteNotFoundError } from './errors.js';
@@ -114,6 +115,7 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   registerHistoryRoutes(app, backend.store);
   registerIdentityRoutes(app, backend);
   registerCaRoutes(app, backend);
+  if (backend.dataplanes) registerCertificateRoutes(app, { ...backend, dataplanes: backend.dataplanes });
   registerBootstrapRoutes(app, backend);
   registerSessionRoutes(app, backend);
   registerFleetRoutes(app, backend);

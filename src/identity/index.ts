@@ -3,7 +3,8 @@ export { createCertificateAuthority, issueCertificate, namesOfCertificate, type 
 export { credentialsChanged } from './credential-changes.js';
 export type { CredentialStore } from './credential-store.js';
 export { issueDataplaneToken, TOKEN_ISSUER, type DataplaneTokenRequest, type IssuedDataplaneToken } from './dataplane-tokens.js';
-export { AuthorityInUseError, InvalidIdentityRequestError, InvalidTokenLifetimeError } from './errors.js';
+export { AuthorityInUseError, DataplaneUnauthenticatedError, InvalidIdentityRequestError, InvalidTokenLifetimeError, MtlsUnavailableError } from './errors.js';
+export { signDataplaneCertificate, type SignedDataplaneCertificate } from './dataplane-certificates.js';
 export { LIFETIMES, parseTtl } from './lifetimes.js';
 export { RefusalLog, type RefusalSummary } from './refusal-log.js';
 export { issueServiceAccount, publicServiceAccountKey, type IssuedServiceAccount, type ServiceAccountFile } from './service-accounts.js';
@@ -30,3 +31,4 @@ export {
   type WorkloadCertificateRequest,
 } from './workload-certificates.js';
 export { MeshAuthorityKeeper } from './mesh-authority-keeper.js';
+export { newCertificateRequest, type CertificateRequest } from './certificate-requests.js';
