@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { DataplaneUnauthenticatedError, InvalidCertificateRequestError, signDataplaneCertificate } from '../identity/index.js';
+import { DataplaneUnauthenticatedError, InvalidCertificateRequestError, recordAgentCertificate, signDataplaneCertificate } from '../identity/index.js';
 import { nodeIdOf } from '../mesh/index.js';
 import { NotFoundError } from '../store/index.js';
 import type { ApiBackend } from './api-backend.js';
@@ -33,6 +33,7 @@ export function registerCertificateRoutes(app: FastifyInstance, backend: Pick<Ap
     const admission = await backend.dataplanes.admit(node, request.headers.authorization);
     if (!admission.ok) throw new DataplaneUnauthenticatedError(node, admission.refusal.message);
     const signed = await signDataplaneCertificate(state, name, csr, backend.now());
+    await recordAgentCertificate(backend.store, state, name, signed);
     backend.dataplanes.certificateIssued();
     request.log.info({ node, serial: signed.serial, issuer: signed.issuer, notAfter: signed.notAfter }, 'certificate signed for a dataplane’s own key');
     return reply.code(201).send({

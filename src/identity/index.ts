@@ -4,7 +4,7 @@ export { credentialsChanged } from './credential-changes.js';
 export type { CredentialStore } from './credential-store.js';
 export { issueDataplaneToken, TOKEN_ISSUER, type DataplaneTokenRequest, type IssuedDataplaneToken } from './dataplane-tokens.js';
 export { AuthorityInUseError, DataplaneUnauthenticatedError, InvalidIdentityRequestError, InvalidTokenLifetimeError, MtlsUnavailableError } from './errors.js';
-export { signDataplaneCertificate, type SignedDataplaneCertificate } from './dataplane-certificates.js';
+export { recordAgentCertificate, signDataplaneCertificate, type SignedDataplaneCertificate } from './dataplane-certificates.js';
 export { LIFETIMES, parseTtl } from './lifetimes.js';
 export { RefusalLog, type RefusalSummary } from './refusal-log.js';
 export { issueServiceAccount, publicServiceAccountKey, type IssuedServiceAccount, type ServiceAccountFile } from './service-accounts.js';

@@ -18,6 +18,7 @@ import { parseNodeId } from './node-id.js';
 import type { Dataplane } from './resources.js';
 import { CertificateNeededError, certificateProblem, meshTls, nodeSecrets, type MeshTls, type NodeCertificate } from './tls-contexts.js';
 import { recordTlsFacts } from './tls-readiness.js';
+import { grpcClusters, grpcListeners, serverListeners } from './grpc-tls.js';
 
 export type GenerateError =
   | InvalidNodeIdError
@@ -57,20 +58,25 @@ export function generate(node: string, projection: GenerationInput, certificate?
   const tls = meshTls(state);
   let plan = PLAINTEXT;
   let secrets = ResourceSet.empty;
+  let clusters = services.clusters;
+  let listeners = services.listeners;
   if (tls.mode !== 'disabled') {
     const problem = certificateProblem(dataplane.resource, certificate, state);
     if (problem !== undefined) return { ok: false, error: new CertificateNeededError(node, revision, problem) };
     plan = tlsPlan(dataplane.resource, tls);
     secrets = nodeSecrets(tls, certificate!);
+    // Proxyless gRPC: its clusters and server listeners name the certificate files of its bootstrap.
+    clusters = grpcClusters(id.mesh, services, tls);
+    listeners = grpcListeners(services, serverListeners(state, tls.mode === 'strict'));
   }
   const own = nodeResources(dataplane, services, plan);
   const sealed = sealSnapshot({
     node,
     revision,
     types: {
-      [CLUSTER]: { wildcard: own.clusters, named: services.clusters },
+      [CLUSTER]: { wildcard: own.clusters, named: clusters },
       [ENDPOINT]: { wildcard: services.missingEndpoints(own.outboundServices), named: services.endpoints },
-      [LISTENER]: { wildcard: own.listeners, named: services.listeners },
+      [LISTENER]: { wildcard: own.listeners, named: listeners },
       [ROUTE]: { wildcard: ResourceSet.empty, named: services.routes },
       [SECRET]: { wildcard: secrets, named: [] },
     },
@@ -81,6 +87,7 @@ export function generate(node: string, projection: GenerationInput, certificate?
       issuer: tls.mode === 'disabled' ? '' : certificate!.issuer,
       trusts: tls.mode === 'disabled' ? [] : [...state.authorities.keys()].sort(),
       inbound: plan.inbound,
+      grpcServerInbound: tls.mode === 'strict' ? 'strict' : 'plaintext',
     });
   }
   return sealed;

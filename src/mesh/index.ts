@@ -17,9 +17,9 @@ export {
 export { RESOURCE_LIMITS } from './limits.js';
 export { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
 export { nodeIdOf, parseNodeId, type NodeIdParse } from './node-id.js';
-export { IDENTITY_SECRET, inboundListenerName, localClusterName, outboundListenerName, serviceResourceName, trustSecretName } from './names.js';
+export { IDENTITY_SECRET, SERVER_LISTENER_PREFIX, serverListenerName, inboundListenerName, localClusterName, outboundListenerName, serviceResourceName, trustSecretName } from './names.js';
 export { CertificateNeededError, type NodeCertificate } from './tls-contexts.js';
-export { sameTlsFacts, tlsFactsOf, type TlsFacts } from './tls-readiness.js';
+export { sameTlsFacts, tlsFactsOf, type SnapshotTlsFacts, type TlsFacts } from './tls-readiness.js';
 export { generate, type GenerateError, type GenerateResult } from './generator.js';
 export { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from './errors.js';
 export {
@@ -60,6 +60,8 @@ export {
 export {
   envoyBootstrap,
   grpcBootstrap,
+  CERTIFICATE_PROVIDER,
+  SERVER_LISTENER_TEMPLATE,
   XDS_CLUSTER,
   type EnvoyBootstrapOptions,
   type GrpcBootstrapOptions,

@@ -37,3 +37,15 @@ export const IDENTITY_SECRET = 'mtls:identity';
 export function trustSecretName(mesh: string): string {
   return `mtls:trust:${mesh}`;
 }
+
+/**
+ * The Listener an xDS-enabled gRPC server bound to `address:port` asks for (gRFC A36): the
+ * template `chancery bootstrap grpc --certificates` gives it, with `%s` the address and port
+ * as gRPC writes them (an IPv6 address in brackets).
+ */
+export function serverListenerName(address: string, port: number): string {
+  return `grpc/server?xds.resource.listening_address=${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
+/** What every server Listener's name starts with: how a gRPC server's subscription is told from a client's. */
+export const SERVER_LISTENER_PREFIX = 'grpc/server?';

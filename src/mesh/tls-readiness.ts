@@ -11,15 +11,24 @@ import type { DataplaneTls } from './resources.js';
  */
 export type TlsFacts = Pick<DataplaneTls, 'issuer' | 'trusts' | 'inbound'>;
 
-const facts = new WeakMap<Snapshot, TlsFacts>();
+/**
+ * What a snapshot says of mTLS: for an Envoy, the facts themselves; for an xDS-enabled gRPC
+ * server, what its server Listener accepts (never permissive, A36). Which client the node is,
+ * only its subscriptions tell (the instance serving it decides: tls-status-writer.ts).
+ */
+export interface SnapshotTlsFacts extends TlsFacts {
+  readonly grpcServerInbound: DataplaneTls['inbound'];
+}
+
+const facts = new WeakMap<Snapshot, SnapshotTlsFacts>();
 
 /** Called by the generator for each snapshot of a node whose mesh has (or had) mTLS. */
-export function recordTlsFacts(snapshot: Snapshot, held: TlsFacts): void {
+export function recordTlsFacts(snapshot: Snapshot, held: SnapshotTlsFacts): void {
   facts.set(snapshot, held);
 }
 
 /** What a node serving `snapshot` holds of mTLS; undefined for a mesh that never had it. */
-export function tlsFactsOf(snapshot: Snapshot): TlsFacts | undefined {
+export function tlsFactsOf(snapshot: Snapshot): SnapshotTlsFacts | undefined {
   return facts.get(snapshot);
 }
 

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { parseNodeId, sameTlsFacts, tlsFactsOf, type DataplaneTls, type TlsFacts, type Valid } from '../mesh/index.js';
-import type { Ledger } from '../xds/index.js';
+import { parseNodeId, sameTlsFacts, SERVER_LISTENER_PREFIX, tlsFactsOf, type DataplaneTls, type SnapshotTlsFacts, type TlsFacts, type Valid } from '../mesh/index.js';
+import { LISTENER, type Ledger } from '../xds/index.js';
 import type { Session } from './live-session.js';
 
 export interface TlsStatusWriterOptions {
@@ -38,11 +38,15 @@ export class TlsStatusWriter {
   #check(node: string): void {
     const { phase } = this.#options.session(node)?.actor.getSnapshot().context ?? {};
     if (phase?.state !== 'serving') return;
-    const held = tlsFactsOf(phase.snapshot);
-    if (held === undefined || !holdsAllSent(phase.ledger)) return;
+    const facts = tlsFactsOf(phase.snapshot);
+    if (facts === undefined || !holdsAllSent(phase.ledger)) return;
     const id = parseNodeId(node);
-    if (!id.ok || sameTlsFacts(this.#options.stored(id.mesh, id.name), held)) return;
-    this.#pending.set(node, Object.freeze({ type: 'DataplaneTls', mesh: id.mesh, name: id.name, ...held }) as Valid<DataplaneTls>);
+    if (!id.ok) return;
+    const stored = this.#options.stored(id.mesh, id.name);
+    const held = heldBy(phase.ledger, facts, stored);
+    if (sameTlsFacts(stored, held)) return;
+    const status: DataplaneTls = { type: 'DataplaneTls', mesh: id.mesh, name: id.name, issuer: held.issuer, trusts: held.trusts, inbound: held.inbound };
+    this.#pending.set(node, Object.freeze(status) as Valid<DataplaneTls>);
     void this.#flush();
   }
 
@@ -59,6 +63,20 @@ export class TlsStatusWriter {
       this.#writing = false;
     }
   }
+}
+
+/**
+ * What the node holds, by the client it is: an Envoy subscribes to all listeners and holds what
+ * its snapshot says; a proxyless gRPC client names its listeners, holds the certificate and CAs
+ * `chancery agent` wrote (the status the certificate route keeps), and accepts on its inbound what
+ * its server Listener does, if it asked for one (an xDS-enabled server), else plaintext.
+ */
+function heldBy(ledger: Ledger, facts: SnapshotTlsFacts, stored: TlsFacts | undefined): TlsFacts {
+  const listeners = ledger.report(LISTENER)?.subscription;
+  if (listeners === undefined || listeners.wildcard) return { issuer: facts.issuer, trusts: facts.trusts, inbound: facts.inbound };
+  let server = false;
+  for (const name of listeners.names) if (name.startsWith(SERVER_LISTENER_PREFIX)) server = true;
+  return { issuer: stored?.issuer ?? '', trusts: stored?.trusts ?? [], inbound: server ? facts.grpcServerInbound : 'plaintext' };
 }
 
 /** Whether the stream ACKed the last response of every type it asked for: the node holds what it was sent. */
