@@ -48,6 +48,8 @@ export interface SessionView {
   };
   /** Why the last issue of a certificate failed, until one succeeds (I8: the node keeps what it holds). */
   readonly certificateError?: string;
+  /** In a mesh with mTLS: what the node's inbound accepts, and why when it is not what the mesh says (a proxyless gRPC node). */
+  readonly inbound?: { readonly accepts: 'plaintext' | 'permissive' | 'strict'; readonly reason?: string };
   /** Keyed by short name: CDS, EDS, LDS, RDS, SDS. */
   readonly types: Readonly<Record<string, TypeStatus>>;
   readonly transitions: readonly TransitionRecord[];

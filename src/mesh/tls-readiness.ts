@@ -1,4 +1,5 @@
 import type { Snapshot } from '../xds/index.js';
+import { SERVER_LISTENER_PREFIX } from './names.js';
 import type { DataplaneTls } from './resources.js';
 
 /**
@@ -41,4 +42,25 @@ export function sameTlsFacts(status: TlsFacts | undefined, held: TlsFacts): bool
     status.trusts.length === held.trusts.length &&
     status.trusts.every((id, i) => id === held.trusts[i])
   );
+}
+
+/** What a node's inbound accepts of mTLS, as its instance shows it, and why when it is not what the mesh says. */
+export interface InboundAcceptance {
+  readonly inbound: DataplaneTls['inbound'];
+  /** Set for a proxyless gRPC node, whose inbound is never permissive. */
+  readonly reason?: string;
+}
+
+const GRPC_SERVER = 'an xDS-enabled gRPC server cannot tell TLS from plaintext on one port (gRFC A36): plaintext until the mesh is strict, then mTLS only';
+const GRPC_PLAIN = 'a proxyless gRPC node that asked for no server Listener serves its inbound itself, in plaintext';
+
+/**
+ * What the inbound of a node serving `facts` accepts, by the client it is: an Envoy subscribes to
+ * all listeners and accepts what its snapshot says; a proxyless gRPC node names its listeners, and
+ * accepts what its server Listener does if it asked for one (an xDS-enabled server), else plaintext.
+ */
+export function inboundAcceptance(facts: SnapshotTlsFacts, listeners: { readonly wildcard: boolean; readonly names: ReadonlySet<string> } | undefined): InboundAcceptance {
+  if (listeners === undefined || listeners.wildcard) return { inbound: facts.inbound };
+  for (const name of listeners.names) if (name.startsWith(SERVER_LISTENER_PREFIX)) return { inbound: facts.grpcServerInbound, reason: GRPC_SERVER };
+  return { inbound: 'plaintext', reason: GRPC_PLAIN };
 }

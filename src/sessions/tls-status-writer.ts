@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { parseNodeId, sameTlsFacts, SERVER_LISTENER_PREFIX, tlsFactsOf, type DataplaneTls, type SnapshotTlsFacts, type TlsFacts, type Valid } from '../mesh/index.js';
+import { inboundAcceptance, parseNodeId, sameTlsFacts, tlsFactsOf, type DataplaneTls, type SnapshotTlsFacts, type TlsFacts, type Valid } from '../mesh/index.js';
 import { LISTENER, type Ledger } from '../xds/index.js';
 import type { Session } from './live-session.js';
 
@@ -66,17 +66,15 @@ export class TlsStatusWriter {
 }
 
 /**
- * What the node holds, by the client it is: an Envoy subscribes to all listeners and holds what
- * its snapshot says; a proxyless gRPC client names its listeners, holds the certificate and CAs
- * `chancery agent` wrote (the status the certificate route keeps), and accepts on its inbound what
- * its server Listener does, if it asked for one (an xDS-enabled server), else plaintext.
+ * What the node holds: an Envoy, what its snapshot says; a proxyless gRPC node, the certificate
+ * and CAs `chancery agent` wrote (the status the certificate route keeps), and its inbound as
+ * `inboundAcceptance` tells.
  */
 function heldBy(ledger: Ledger, facts: SnapshotTlsFacts, stored: TlsFacts | undefined): TlsFacts {
   const listeners = ledger.report(LISTENER)?.subscription;
-  if (listeners === undefined || listeners.wildcard) return { issuer: facts.issuer, trusts: facts.trusts, inbound: facts.inbound };
-  let server = false;
-  for (const name of listeners.names) if (name.startsWith(SERVER_LISTENER_PREFIX)) server = true;
-  return { issuer: stored?.issuer ?? '', trusts: stored?.trusts ?? [], inbound: server ? facts.grpcServerInbound : 'plaintext' };
+  const { inbound } = inboundAcceptance(facts, listeners);
+  if (listeners === undefined || listeners.wildcard) return { issuer: facts.issuer, trusts: facts.trusts, inbound };
+  return { issuer: stored?.issuer ?? '', trusts: stored?.trusts ?? [], inbound };
 }
 
 /** Whether the stream ACKed the last response of every type it asked for: the node holds what it was sent. */

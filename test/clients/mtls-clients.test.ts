@@ -93,6 +93,9 @@ describe('proxyless gRPC over mesh mTLS, with certificate files kept by chancery
     expect(pyResult).toMatchObject({ failed: 0, peers: ['URI:spiffe://default/dataplane/caller-py'] });
     expect(jsResult!.served).toBeGreaterThan(100);
     expect(pyResult!.served).toBeGreaterThan(100);
+    // Inspection says what a gRPC server accepts, and that it cannot be permissive.
+    const inspected = await runCli(['inspect', 'default.greeter-1', '--api-address', harness.api]);
+    expect(inspected.stdout).toMatch(/^Inbound: {3}accepts strict: an xDS-enabled gRPC server cannot tell TLS from plaintext on one port \(gRFC A36\)/m);
     // The agents renewed while the calls went on.
     for (const { agent } of [server!, js!, py!]) expect(agent.lines.filter((line) => line.startsWith('certificate ')).length).toBeGreaterThanOrEqual(2);
   }, 60_000);

@@ -175,6 +175,7 @@ export function nodePage({ main, setLive }, node) {
             ['Renewed at', timeElement(view.certificate.renewAt)],
           ]
         : []),
+      ...(view.inbound ? [['Inbound accepts', view.inbound.reason ? `${view.inbound.accepts}: ${view.inbound.reason}` : view.inbound.accepts]] : []),
     ];
     replace(
       headEl,

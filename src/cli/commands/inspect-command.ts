@@ -159,6 +159,7 @@ function describeCertificate(view: SessionView): string[] {
     );
   }
   if (certificateError !== undefined) lines.push(`Certificate error: ${oneLine(certificateError)} (the node keeps what it holds; tried again)`);
+  if (view.inbound !== undefined) lines.push(`Inbound:   accepts ${view.inbound.accepts}${view.inbound.reason === undefined ? '' : `: ${view.inbound.reason}`}`);
   return lines;
 }
 
