@@ -1,5 +1,14 @@
-import { issueWorkloadCertificate, type IssuedWorkloadCertificate } from '../identity/index.js';
-import { certificateTtlOf, parseNodeId, renewalDue, signingAuthority, spiffeIdsOf, type GenerationInput, type NodeCertificate } from '../mesh/index.js';
+import { issueWorkloadCertificate, MtlsUnavailableError, type IssuedWorkloadCertificate } from '../identity/index.js';
+import {
+  certificateTtlOf,
+  DataplaneNotFoundError,
+  parseNodeId,
+  renewalDue,
+  signingAuthority,
+  spiffeIdsOf,
+  type GenerationInput,
+  type NodeCertificate,
+} from '../mesh/index.js';
 import type { CertificateInfo } from '../machines/index.js';
 
 export interface CertificateKeeperOptions {
@@ -10,9 +19,6 @@ export interface CertificateKeeperOptions {
   /** Told of each certificate issued; `renewal` when it replaced one the node had. */
   readonly onIssued?: (renewal: boolean) => void;
 }
-
-/** Why a node cannot be issued a certificate now; the session shows it and it is tried again. */
-export class CertificateUnavailable extends Error {}
 
 /**
  * The workload certificates of this instance's nodes (docs/mtls.md): issued at the edge when a
@@ -47,16 +53,18 @@ export class CertificateKeeper {
 
   /**
    * Issues `node` a certificate from its mesh's signing CA, for its SPIFFE IDs now, valid for
-   * the mesh's `certificateTTL`. Rejects with `CertificateUnavailable` when the node's mesh or
-   * Dataplane is gone, mTLS is off, or the mesh has no CA yet.
+   * the mesh's `certificateTTL`. Rejects with `DataplaneNotFoundError` when the node's mesh or
+   * Dataplane is gone, and `MtlsUnavailableError` while the mesh has no CA; the session shows
+   * why, and it is tried again.
    */
   async issue(node: string): Promise<CertificateInfo> {
     const id = parseNodeId(node);
-    const state = id.ok ? this.#options.projection().meshes.get(id.mesh) : undefined;
+    const projection = this.#options.projection();
+    const state = id.ok ? projection.meshes.get(id.mesh) : undefined;
     const dataplane = id.ok ? state?.dataplanes.get(id.name) : undefined;
-    if (state === undefined || dataplane === undefined) throw new CertificateUnavailable(`no Dataplane ${node} to issue a certificate for`);
+    if (!id.ok || state === undefined || dataplane === undefined) throw new DataplaneNotFoundError(node, projection.revision, id.ok ? id.mesh : '', id.ok ? id.name : node);
     const authority = signingAuthority(state);
-    if (authority === undefined) throw new CertificateUnavailable(`mesh ${state.mesh.resource.name} has no CA yet`);
+    if (authority === undefined) throw new MtlsUnavailableError(state.mesh.resource.name, 'its CA is being created; try again');
     const now = this.#options.now();
     const issued = await issueWorkloadCertificate({
       authority: authority.resource,
