@@ -61,7 +61,7 @@ export async function rotateMeshAuthority(
 /**
  * Gives a mesh with mTLS on its first CA when it has none; does nothing otherwise. Every
  * instance may call it at once: they all write `ca-1` only if absent, and the losers' conflicts
- * are the winner's success. Resolves with whether the mesh has a CA now.
+ * are the winner's success.
  */
 export async function ensureMeshAuthority(store: CredentialStore, state: MeshResources, now: number): Promise<void> {
   if (mtlsModeOf(state.mesh.resource) === 'disabled' || state.authorities.size > 0) return;

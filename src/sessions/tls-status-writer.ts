@@ -18,6 +18,9 @@ export interface TlsStatusWriterOptions {
  * it was sent and that differs from what is stored: what the generator's migration rules wait on
  * (I8). Writes go one at a time, the newest per node; a failed one is retried at the node's next ACK.
  */
+/** Status writes in flight at once, at most. */
+const ROUND = 256;
+
 export class TlsStatusWriter {
   readonly #options: TlsStatusWriterOptions;
   readonly #pending = new Map<string, Valid<DataplaneTls>>();
@@ -50,14 +53,26 @@ export class TlsStatusWriter {
     void this.#flush();
   }
 
+  /**
+   * Writes in rounds: what is pending when a round starts (at most `ROUND` of it) is written at
+   * once, and what arrives meanwhile waits for the next. Every status changes its mesh's state,
+   * which every node of the mesh is generated again from; written together, a fleet's statuses
+   * (a new mesh's first ACKs, a rotation's bundle) reach the change feed as a few revisions, the
+   * logs committing concurrent appends together, rather than one revision per node.
+   */
   async #flush(): Promise<void> {
     if (this.#writing) return;
     this.#writing = true;
     try {
-      for (const [node, status] of this.#pending) {
-        this.#pending.delete(node);
-        if (sameTlsFacts(this.#options.stored(status.mesh, status.name), status)) continue;
-        await this.#options.write(status).catch((error: unknown) => this.#options.logger.warn({ err: error, node }, 'writing the node’s mTLS status failed; written at its next ACK'));
+      while (this.#pending.size > 0) {
+        const round: Array<Promise<unknown>> = [];
+        for (const [node, status] of this.#pending) {
+          this.#pending.delete(node);
+          if (sameTlsFacts(this.#options.stored(status.mesh, status.name), status)) continue;
+          round.push(this.#options.write(status).catch((error: unknown) => this.#options.logger.warn({ err: error, node }, 'writing the node’s mTLS status failed; written at its next ACK')));
+          if (round.length === ROUND) break;
+        }
+        await Promise.all(round);
       }
     } finally {
       this.#writing = false;
