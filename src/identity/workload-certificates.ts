@@ -122,16 +122,29 @@ async function sign(request: WorkloadCertificateRequest, publicKey: x509.PublicK
     publicKey,
     signingKey: signing.key,
     signingAlgorithm: signing.algorithm,
-    extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
-      new x509.SubjectAlternativeNameExtension(spiffeIds.map((value) => ({ type: 'url' as const, value }))),
-      await x509.AuthorityKeyIdentifierExtension.create(issuer),
-    ],
+    extensions: [...WORKLOAD_EXTENSIONS, new x509.SubjectAlternativeNameExtension(spiffeIds.map((value) => ({ type: 'url' as const, value }))), await authorityKeyIdOf(authority, issuer)],
   });
   // The serial as the certificate carries it (DER drops leading zero bytes).
   return { certificate: certificate.toString('pem'), spiffeIds, serial: certificate.serialNumber, issuer: authority.name, notBefore, notAfter };
+}
+
+/** What every workload certificate says beside its names: not a CA, signing only, for server and client. */
+const WORKLOAD_EXTENSIONS: readonly x509.Extension[] = [
+  new x509.BasicConstraintsExtension(false, undefined, true),
+  new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+  new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+];
+
+// Made once per CA (a hash of its key): the same in every certificate it signs.
+const authorityKeyIds = new WeakMap<CertificateAuthority, Promise<x509.AuthorityKeyIdentifierExtension>>();
+
+function authorityKeyIdOf(authority: CertificateAuthority, issuer: x509.X509Certificate): Promise<x509.AuthorityKeyIdentifierExtension> {
+  let extension = authorityKeyIds.get(authority);
+  if (extension === undefined) {
+    extension = x509.AuthorityKeyIdentifierExtension.create(issuer);
+    authorityKeyIds.set(authority, extension);
+  }
+  return extension;
 }
 
 // A CA's certificate is parsed once: it is the issuer of every certificate of its mesh.

@@ -119,9 +119,23 @@ export function nodeSecrets(tls: MeshTls, certificate: NodeCertificate): Resourc
   return new ResourceSet([identitySecret(certificate), tls.trust!]);
 }
 
+// Per mesh, and per mesh and service: encoded once, not once per node (bench/certificates.bench.ts).
+const secretNames = new Map<string, readonly string[]>();
+const downstream = new Map<string, object>();
+const upstream = new Map<string, object>();
+
+function once<T>(memo: Map<string, T>, key: string, make: () => T): T {
+  let value = memo.get(key);
+  if (value === undefined) {
+    value = make();
+    memo.set(key, value);
+  }
+  return value;
+}
+
 /** The Secret names a TLS context of `mesh` uses: a Listener or Cluster with one lists them as its `secrets`. */
 export function tlsSecretNames(mesh: string): readonly string[] {
-  return [IDENTITY_SECRET, trustSecretName(mesh)];
+  return once(secretNames, mesh, () => Object.freeze([IDENTITY_SECRET, trustSecretName(mesh)]));
 }
 
 const sdsSecret = (name: string) => ({ name, sds_config: ADS_CONFIG_SOURCE });
@@ -140,21 +154,21 @@ function commonTlsContext(mesh: string, san: { readonly exact: string } | { read
 
 /** An inbound's TLS: a client certificate from the mesh is required (any service of the mesh may call). */
 export function downstreamTransportSocket(mesh: string): object {
-  return {
+  return once(downstream, mesh, () => ({
     name: 'envoy.transport_sockets.tls',
     typed_config: anyOf(DOWNSTREAM_TLS, {
       require_client_certificate: { value: true },
       common_tls_context: commonTlsContext(mesh, { prefix: `spiffe://${mesh}/` }),
     }),
-  };
+  }));
 }
 
 /** An outbound's TLS to `service`: the server must prove it is that service (its URI SAN, exactly). */
 export function upstreamTransportSocket(mesh: string, service: string): object {
-  return {
+  return once(upstream, `${mesh}\0${service}`, () => ({
     name: 'envoy.transport_sockets.tls',
     typed_config: anyOf(UPSTREAM_TLS, { common_tls_context: commonTlsContext(mesh, { exact: serviceSpiffeId(mesh, service) }) }),
-  };
+  }));
 }
 
 /** The listener filter that tells a TLS ClientHello from plaintext, for a permissive inbound. */
