@@ -47,8 +47,8 @@ async function mtlsRegistry() {
   await rotateMeshAuthority(store, 'default', 1_800_000_000_000);
   const clock = new SimulatedClock();
   const now = () => 1_800_000_000_000 + clock.now();
-  let issuedSoFar = 0;
-  const keeper = new CertificateKeeper({ projection: () => store!.projection, now, onIssued: () => (issuedSoFar += 1) });
+  const keeper = new CertificateKeeper({ projection: () => store!.projection, now });
+  let issuing = 0;
   let failing = 0;
   const scheduler = new SessionScheduler();
   const registry = new SessionRegistry({
@@ -65,20 +65,23 @@ async function mtlsRegistry() {
     scheduler,
     logger: pino({ level: 'silent' }),
     certificates: {
-      issue: (node) => (failing-- > 0 ? Promise.reject(new Error('the store is unreachable')) : keeper.issue(node)),
+      issue: (node) => {
+        issuing += 1;
+        const issued = failing-- > 0 ? Promise.reject(new Error('the store is unreachable')) : keeper.issue(node);
+        return issued.finally(() => (issuing -= 1));
+      },
       forget: (node) => keeper.forget(node),
     },
   });
   const views = new SessionViews(registry, 'certificates');
-  /** Lets the sessions, the scheduler and the issuer's promises (WebCrypto works off the loop) run to rest. */
+  /**
+   * Lets the sessions, the scheduler and the issuer run to rest: no certificate being issued
+   * (WebCrypto works off the loop, for as long as the machine's load makes it) for a few turns.
+   */
   const settled = async () => {
-    let issued = -1;
-    while (issued !== issuedSoFar) {
-      issued = issuedSoFar;
-      for (let round = 0; round < 10; round++) {
-        await scheduler.settled('requests');
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
+    for (let quiet = 0; quiet < 5; quiet = issuing === 0 ? quiet + 1 : 0) {
+      await scheduler.settled('requests');
+      await new Promise((resolve) => setTimeout(resolve, 2));
     }
   };
   return { registry, keeper, clock, views, settled, failNext: (times: number) => (failing = times) };
