@@ -5,7 +5,7 @@ import { envoyBootstrap, grpcBootstrap, nodeIdOf, type Dataplane, type ResourceK
 import { NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError } from './errors.js';
-import { integer, onlyKnown, type Query, single } from './query-params.js';
+import { integer, type Query, single, takes } from './query-params.js';
 
 const FORMATS = ['envoy', 'grpc'] as const;
 type BootstrapFormat = (typeof FORMATS)[number];
@@ -26,9 +26,8 @@ const GRPC_CREDENTIALS = ['insecure', 'google_default'] as const;
  * token in the `X-Chancery-Dataplane-Token` header; gRPC takes `credentials=insecure|google_default`.
  */
 export function registerBootstrapRoutes(app: FastifyInstance, { store, xdsAddress }: Pick<ApiBackend, 'store' | 'xdsAddress'>): void {
-  app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/bootstrap', async (request, reply) => {
+  app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/bootstrap', takes('format', 'xds', 'adminPort', 'delta', 'caFile', 'credentials'), async (request, reply) => {
     const { query } = request;
-    onlyKnown(query, ['format', 'xds', 'adminPort', 'delta', 'caFile', 'credentials']);
     const format = formatOf(query);
     const xds = xdsOf(query, xdsAddress());
     const dataplane = dataplaneOf(store, { type: 'Dataplane', ...request.params });

@@ -7,7 +7,7 @@ import type { SessionPage, SessionSummary } from '../sessions/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError, SessionNotFoundError } from './errors.js';
 import { firstInOrder } from './first-in-order.js';
-import { integer, type Query, single } from './query-params.js';
+import { integer, type Query, single, takes } from './query-params.js';
 import { type FeedClient, RESYNC_EVENT, SessionFeed } from './session-feed.js';
 
 /** How often the live feed sends a batch, how many views one batch may carry, and how long it waits after a resync. */
@@ -32,7 +32,7 @@ interface SessionQuery {
  * feed `GET /sessions/events`; one session; and what was last sent to a node.
  */
 export function registerSessionRoutes(app: FastifyInstance, { sessions, fleet, refusals }: Pick<ApiBackend, 'sessions' | 'fleet' | 'refusals'>): void {
-  app.get<{ Querystring: Record<string, unknown> }>('/sessions', async (request) => {
+  app.get<{ Querystring: Record<string, unknown> }>('/sessions', takes('scope', 'state', 'mesh', 'instance', 'nacking', 'limit', 'offset'), async (request) => {
     const query = readSessionQuery(request.query);
     const listed =
       query.scope === 'fleet'
@@ -49,7 +49,8 @@ export function registerSessionRoutes(app: FastifyInstance, { sessions, fleet, r
     feed.close();
     done();
   });
-  app.get<{ Querystring: Record<string, unknown> }>('/sessions/events', (request, reply) => {
+  // `access_token`: a browser's EventSource cannot send the Authorization header (access.ts).
+  app.get<{ Querystring: Record<string, unknown> }>('/sessions/events', takes('node', 'access_token'), (request, reply) => {
     const node = single(request.query, 'node');
     reply.hijack();
     const response = reply.raw;
