@@ -98,6 +98,17 @@ describe('chancery run', () => {
     expect(fromEnv.stderr).toContain('CHANCERY_XDS_ADDRESS (--xds-address): expected host:port');
   });
 
+  it('refuses to start with API tokens over a memory store, where no call could ever be made', async () => {
+    const { code, stdout, stderr } = await runCli(['run', '--store', 'memory', '--api-auth', 'token', '--xds-address', '127.0.0.1:0', '--api-address', '127.0.0.1:0']);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/--api-auth token with --store memory: no API token can ever exist/);
+  });
+
+  it('lists every store it takes in --help, pglite:memory included', async () => {
+    expect((await runCli(['run', '--help'])).stdout).toContain('--store memory|pglite:DIR|pglite:memory|postgres://…');
+  });
+
   it('exits 2 for an unknown flag or an argument', async () => {
     expect((await runCli(['run', '--port', '5678'])).code).toBe(2);
     expect((await runCli(['run', 'now'])).code).toBe(2);

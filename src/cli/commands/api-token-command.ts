@@ -5,7 +5,7 @@ import { atMost, type Command, parseCommandLine } from '../command.js';
 import { RUN_OPTIONS } from '../config.js';
 import { UsageError } from '../errors.js';
 import { formatTable } from '../format-table.js';
-import { parseStore } from '../option-parsers.js';
+import { keepsNothing, parseStore } from '../option-parsers.js';
 import { EXIT } from '../report-error.js';
 import { writeOutput } from '../write-output.js';
 
@@ -44,7 +44,8 @@ once, on every instance.
 
 With --store, the command writes to the store directly instead of through the API: how the
 first admin token is made (whoever can write the database is an admin already). With a pglite
-store, do it before 'chancery run' opens the same directory.
+store, do it before 'chancery run' opens the same directory. A store that lives only inside
+this command (memory, pglite:memory) is refused: a token made there could never be used.
 
 Options:
   --name NAME
@@ -123,6 +124,9 @@ async function withStore<T>(spec: string, work: (store: DirectStore) => Promise<
     parseStore(spec);
   } catch (error) {
     throw new UsageError(`--store: ${(error as Error).message}`);
+  }
+  if (keepsNothing(spec)) {
+    throw new UsageError(`--store ${spec} lives only inside this command and is gone when it ends: no server reads it, so a token issued or revoked there would change nothing. Give the store 'chancery run' uses (pglite:DIR or postgres://…), or leave out --store to go through the API`);
   }
   // Loaded here: only this path needs the store's drivers.
   const [{ createResourceStore, openEventLog }, { issueApiToken, parseTtl }] = await Promise.all([import('../../store/index.js'), import('../../identity/index.js')]);
