@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Document } from 'yaml';
+import { excerpt } from '../excerpt.js';
 import { dialable, formatHostPort, HOST_PORT_RULE, parseHostPort, type HostPort } from '../host-port.js';
 import { envoyBootstrap, grpcBootstrap, nodeIdOf, type Dataplane, type ResourceKey } from '../mesh/index.js';
 import { NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
@@ -64,21 +65,21 @@ export function registerBootstrapRoutes(app: FastifyInstance, { store, xdsAddres
 function formatOf(query: Query): BootstrapFormat {
   const format = single(query, 'format') ?? 'envoy';
   const known = FORMATS.find((candidate) => candidate === format);
-  if (known === undefined) throw new InvalidQueryError('format', `format must be one of ${FORMATS.join(', ')}; got ${format}`);
+  if (known === undefined) throw new InvalidQueryError('format', `format must be one of ${FORMATS.join(', ')}; got ${excerpt(format)}`);
   return known;
 }
 
 function xdsOf(query: Query, own: string): HostPort {
   const given = single(query, 'xds');
   const parsed = parseHostPort(given ?? own);
-  if (parsed === undefined || parsed.port === 0) throw new InvalidQueryError('xds', `xds must be ${HOST_PORT_RULE}; got ${given}`);
+  if (parsed === undefined || parsed.port === 0) throw new InvalidQueryError('xds', `xds must be ${HOST_PORT_RULE}; got ${excerpt(given)}`);
   return dialable(parsed);
 }
 
 function credentialsOf(query: Query): (typeof GRPC_CREDENTIALS)[number] {
   const given = single(query, 'credentials') ?? 'insecure';
   const known = GRPC_CREDENTIALS.find((candidate) => candidate === given);
-  if (known === undefined) throw new InvalidQueryError('credentials', `credentials must be one of ${GRPC_CREDENTIALS.join(', ')}; got ${given}`);
+  if (known === undefined) throw new InvalidQueryError('credentials', `credentials must be one of ${GRPC_CREDENTIALS.join(', ')}; got ${excerpt(given)}`);
   return known;
 }
 
@@ -86,7 +87,7 @@ function deltaOf(query: Query): boolean {
   const delta = single(query, 'delta');
   if (delta === undefined || delta === 'false') return false;
   if (delta === 'true') return true;
-  throw new InvalidQueryError('delta', `delta must be true or false; got ${delta}`);
+  throw new InvalidQueryError('delta', `delta must be true or false; got ${excerpt(delta)}`);
 }
 
 function dataplaneOf(store: ResourceStore, key: ResourceKey): Stored<Dataplane> {

@@ -148,6 +148,22 @@ describe('chancery api-token', () => {
     expect((await cli(['get', 'meshes'], deployer)).stderr).toMatch(/HTTP 401/);
   });
 
+  it('never writes over a file that may hold the only copy of a working token, unless --force says so', async () => {
+    const file = path.join(dir, 'kept.token');
+    expect((await cli(['api-token', 'issue', '--name', 'kept', '--role', 'reader', '--output', file])).code).toBe(0);
+    const first = readFileSync(file, 'utf8');
+    const again = await cli(['api-token', 'issue', '--name', 'kept-2', '--role', 'reader', '--output', file]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/--output .*kept\.token exists: it may hold the only copy of an API token that still works/);
+    expect(readFileSync(file, 'utf8')).toBe(first);
+    expect((await cli(['api-token', 'list'])).stdout).not.toMatch(/^kept-2 /m);
+
+    const forced = await cli(['api-token', 'issue', '--name', 'kept-2', '--role', 'reader', '--output', file, '--force']);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(readFileSync(file, 'utf8')).toMatch(/^chancery\.kept-2\./);
+    expect(forced.stderr).toContain(`replaced ${file}: the token "kept" it held still works until revoked (chancery api-token revoke kept)`);
+  });
+
   it('says plainly that a token it is asked to revoke does not exist', async () => {
     const { code, stderr } = await cli(['api-token', 'revoke', 'nobody']);
     expect(code).toBe(1);
@@ -183,6 +199,12 @@ describe('chancery api-token', () => {
     [['api-token', 'issue', '--name', 'x', '--role', 'admin', '--store', 'pglite:memory'], /--store pglite:memory lives only inside this command/],
     [['api-token', 'issue', '--name', 'x', '--role', 'admin', '--store', 'pglite:'], /--store pglite: lives only inside this command/],
     [['api-token', 'revoke', 'x', '--store', 'memory'], /--store memory lives only inside this command/],
+    // A flag an action does not take is refused, never ignored: list --store would read through the API.
+    [['api-token', 'list', '--store', 'pglite:./nowhere'], /--store does not apply to api-token list/],
+    [['api-token', 'revoke', 'x', '--role', 'admin'], /--role does not apply to api-token revoke/],
+    [['api-token', 'issue', '--name', 'x', '--role', 'reader', '--force'], /--force applies to --output/],
+    [['api-token', 'issue', '--name', 'x', '--role', 'admin', '--store', 'pglite:./nowhere', '--api-address', '127.0.0.1:1'], /--api-address does not apply with --store/],
+    [['api-token', 'revoke', 'BAD_NAME'], /NAME must be a DNS label/],
   ])('refuses %j with exit 2', async (argv, message) => {
     const { code, stderr } = await cli(argv);
     expect(code).toBe(2);

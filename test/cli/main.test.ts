@@ -21,6 +21,18 @@ describe('chancery', () => {
     expect(stdout).toContain('--api-address');
   });
 
+  it('refuses a flag given twice rather than keep the last one', async () => {
+    for (const argv of [
+      ['get', 'dataplane', 'web', '--mesh', 'a', '--mesh', 'b'],
+      ['get', 'meshes', '-o', 'json', '--output', 'yaml'],
+      ['run', '--store', 'memory', '--store', 'pglite:./elsewhere'],
+    ]) {
+      const { code, stderr } = await runCli(argv);
+      expect(code, argv.join(' ')).toBe(2);
+      expect(stderr).toMatch(/--(mesh|output|store) is given twice; give it once/);
+    }
+  });
+
   it('exits 2 without a command, and for an unknown command', async () => {
     expect((await runCli([])).code).toBe(2);
     const { code, stderr } = await runCli(['deploy']);

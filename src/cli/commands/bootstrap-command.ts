@@ -1,4 +1,5 @@
-import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { HOST_PORT_RULE, parseHostPort } from '../../host-port.js';
 import { parseNodeId } from '../../mesh/index.js';
@@ -172,25 +173,15 @@ type Replaced = { readonly file: string } & ({ readonly kid: string; readonly me
  * answers the key file to replace (undefined when there is none).
  */
 async function existingCredentials(dir: string, force: boolean): Promise<Replaced | undefined> {
-  const found: string[] = [];
-  for (const name of CREDENTIAL_FILES) if (await exists(path.join(dir, name))) found.push(name);
+  const found = CREDENTIAL_FILES.filter((name) => existsSync(path.join(dir, name)));
   if (found.length === 0) return undefined;
   const file = path.join(dir, 'service-account.json');
-  const account = found.includes('service-account.json') ? await readAccount(file) : undefined;
+  const account = existsSync(file) ? await readAccount(file) : undefined;
   if (!force) {
     const held = account?.kid === undefined ? '' : `: its service-account.json holds the only copy of the private key ${account.kid} (node ${account.node}), which the store still trusts`;
     throw new UsageError(`--credentials-out ${dir} already holds ${found.join(', ')}${held}. Choose another DIR, or pass --force to replace them and remove the old key from the store`);
   }
   return account ?? { file };
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await access(file);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** What an existing key file says of its key; without a kid when it is not a service account Chancery made. */
