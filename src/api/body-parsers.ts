@@ -13,7 +13,8 @@ export const ACCEPTED_MEDIA_TYPES: readonly string[] = ['application/json', ...Y
  * Replaces fastify's parsers with ours: JSON and YAML, each turning a syntax error or a key
  * given twice into `MalformedBodyError` and checking the parsed body's depth and expanded size (body-shape.ts),
  * and a catch-all that refuses every other media type. fastify still enforces `bodyLimit`
- * before a parser sees the text.
+ * before a parser sees the text. A DELETE with a body is refused: it would be ignored, and a
+ * `version` in it taken for a precondition (as a PUT's is) would delete unconditionally.
  */
 export function registerBodyParsers(app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers();
@@ -25,6 +26,11 @@ export function registerBodyParsers(app: FastifyInstance, bodyLimit: number): vo
     return shaped(isBlank(source) ? undefined : parseYaml(source), bodyLimit);
   });
   app.addContentTypeParser('*', refuseMediaType);
+  app.addHook('preValidation', async (request) => {
+    if (request.method === 'DELETE' && request.body !== undefined) {
+      throw new MalformedBodyError('a DELETE takes no body; its precondition goes in If-Match: "<version>"');
+    }
+  });
 }
 
 function parseJson(source: string): unknown {

@@ -77,6 +77,8 @@ const BAD_INPUTS: readonly BadInput[] = [
   { what: 'deleting a dataplane that does not exist', method: 'DELETE', path: '/meshes/default/dataplanes/backend-9', status: 404, code: 'CHANCERY_STORE_NOT_FOUND', field: 'name' },
   { what: 'a query parameter the PUT does not take (a newer server’s dryRun)', path: `${DP}?dryRun=true`, body: { ...valid, networking: { address: '::1' } }, status: 400, code: 'CHANCERY_API_INVALID_QUERY', field: 'dryRun' },
   { what: 'a query parameter the DELETE does not take', method: 'DELETE', path: `${DP}?x=1`, status: 400, code: 'CHANCERY_API_INVALID_QUERY', field: 'x' },
+  // Ignored, a version in it would delete unconditionally: a PUT's body version is a precondition.
+  { what: 'a DELETE with a body', method: 'DELETE', body: { version: 7 }, status: 400, code: 'CHANCERY_API_MALFORMED_BODY', field: 'body' },
   { what: 'deleting a name no dataplane can have', method: 'DELETE', path: '/meshes/default/dataplanes/BAD_NAME', status: 400, code: 'CHANCERY_API_INVALID_NAME', field: 'name' },
   { what: 'an unknown route', method: 'POST', path: '/dataplanes', body: valid, status: 404, code: 'CHANCERY_API_ROUTE_NOT_FOUND' },
 ];
