@@ -200,10 +200,10 @@ describe('chancery api-token', () => {
     [['api-token', 'issue', '--name', 'x', '--role', 'admin', '--store', 'pglite:'], /--store pglite: lives only inside this command/],
     [['api-token', 'revoke', 'x', '--store', 'memory'], /--store memory lives only inside this command/],
     // A flag an action does not take is refused, never ignored: list --store would read through the API.
-    [['api-token', 'list', '--store', 'pglite:./nowhere'], /--store does not apply to api-token list/],
+    [['api-token', 'list', '--store', `pglite:${path.join(tmpdir(), 'chancery-never-opened')}`], /--store does not apply to api-token list/],
     [['api-token', 'revoke', 'x', '--role', 'admin'], /--role does not apply to api-token revoke/],
     [['api-token', 'issue', '--name', 'x', '--role', 'reader', '--force'], /--force applies to --output/],
-    [['api-token', 'issue', '--name', 'x', '--role', 'admin', '--store', 'pglite:./nowhere', '--api-address', '127.0.0.1:1'], /--api-address does not apply with --store/],
+    [['api-token', 'issue', '--name', 'x', '--role', 'admin', '--store', `pglite:${path.join(tmpdir(), 'chancery-never-opened')}`, '--api-address', '127.0.0.1:1'], /--api-address does not apply with --store/],
     [['api-token', 'revoke', 'BAD_NAME'], /NAME must be a DNS label/],
   ])('refuses %j with exit 2', async (argv, message) => {
     const { code, stderr } = await cli(argv);

@@ -25,7 +25,7 @@ describe('chancery', () => {
     for (const argv of [
       ['get', 'dataplane', 'web', '--mesh', 'a', '--mesh', 'b'],
       ['get', 'meshes', '-o', 'json', '--output', 'yaml'],
-      ['run', '--store', 'memory', '--store', 'pglite:./elsewhere'],
+      ['run', '--store', 'pglite:./elsewhere', '--store', 'memory'],
     ]) {
       const { code, stderr } = await runCli(argv);
       expect(code, argv.join(' ')).toBe(2);
