@@ -2,15 +2,15 @@ import { type Document, isMap, isScalar, isSeq } from 'yaml';
 import { fieldPath } from '../field-path.js';
 import { MalformedBodyError } from './errors.js';
 
-/** An object being read: the keys it has given so far, the last one, and whether a key comes next. */
-interface ObjectFrame {
-  readonly keys: Set<string>;
+/**
+ * An object or an array being read. An object keeps the keys it has given so far (`keys`), its
+ * last one, and whether a key comes next; an array the index of the item being read. One shape
+ * for both keeps the scan's property reads monomorphic.
+ */
+interface Frame {
+  readonly keys: Set<string> | undefined;
   key: string;
   expectsKey: boolean;
-}
-
-/** An array being read, and the index of the item being read. */
-interface ArrayFrame {
   index: number;
 }
 
@@ -22,16 +22,17 @@ const BACKSLASH = 0x5c;
  * `networking.inbound[0].port`), or undefined. `JSON.parse` keeps the last silently, so a
  * second `networking` would drop the first one's inbounds without a word; YAML refuses the same.
  * `source` must be JSON that `JSON.parse` accepted: the scan trusts its structure, and reads
- * each character once.
+ * each character once, in about the time `JSON.parse` takes over the same text (a few µs for a
+ * Dataplane, measured by hand on this machine).
  */
 export function duplicateJsonKey(source: string): string | undefined {
-  const stack: Array<ObjectFrame | ArrayFrame> = [];
+  const stack: Frame[] = [];
+  let top: Frame | undefined;
   for (let i = 0; i < source.length; i++) {
     const code = source.charCodeAt(i);
     if (code === QUOTE) {
       const end = stringEnd(source, i);
-      const top = stack.at(-1);
-      if (top !== undefined && 'keys' in top && top.expectsKey) {
+      if (top?.keys !== undefined && top.expectsKey) {
         const raw = source.slice(i + 1, end);
         // "a" and "\u0061" are the same key.
         const key = raw.includes('\\') ? (JSON.parse(source.slice(i, end + 1)) as string) : raw;
@@ -41,28 +42,37 @@ export function duplicateJsonKey(source: string): string | undefined {
         top.expectsKey = false;
       }
       i = end;
-    } else if (code === 0x7b /* { */) stack.push({ keys: new Set(), key: '', expectsKey: true });
-    else if (code === 0x5b /* [ */) stack.push({ index: 0 });
-    else if (code === 0x7d /* } */ || code === 0x5d /* ] */) stack.pop();
-    else if (code === 0x2c /* , */) {
-      const top = stack.at(-1);
-      if (top !== undefined && 'keys' in top) top.expectsKey = true;
-      else if (top !== undefined) top.index++;
+    } else if (code === 0x7b /* { */ || code === 0x5b /* [ */) {
+      top = { keys: code === 0x7b ? new Set() : undefined, key: '', expectsKey: true, index: 0 };
+      stack.push(top);
+    } else if (code === 0x7d /* } */ || code === 0x5d /* ] */) {
+      stack.pop();
+      top = stack.at(-1);
+    } else if (code === 0x2c /* , */ && top !== undefined) {
+      top.expectsKey = true;
+      top.index++;
     }
   }
   return undefined;
 }
 
-/** The index of the quote that ends the string starting at `start`. */
+/** The index of the quote that ends the string starting at `start`: the next one no odd run of backslashes escapes. */
 function stringEnd(source: string, start: number): number {
-  let i = start + 1;
-  for (let code = source.charCodeAt(i); code !== QUOTE; code = source.charCodeAt(i)) i += code === BACKSLASH ? 2 : 1;
-  return i;
+  let quote = source.indexOf('"', start + 1);
+  while (quote !== -1 && escaped(source, quote)) quote = source.indexOf('"', quote + 1);
+  // Never for JSON that JSON.parse accepted; an unclosed string ends the scan rather than restart it.
+  return quote === -1 ? source.length : quote;
 }
 
-function pathTo(stack: ReadonlyArray<ObjectFrame | ArrayFrame>, key: string): string {
+function escaped(source: string, quote: number): boolean {
+  let backslashes = 0;
+  for (let i = quote - 1; source.charCodeAt(i) === BACKSLASH; i--) backslashes++;
+  return backslashes % 2 === 1;
+}
+
+function pathTo(stack: readonly Frame[], key: string): string {
   let path = '';
-  for (const frame of stack.slice(0, -1)) path = 'keys' in frame ? fieldPath(path, frame.key) : `${path}[${frame.index}]`;
+  for (const frame of stack.slice(0, -1)) path = frame.keys === undefined ? `${path}[${frame.index}]` : fieldPath(path, frame.key);
   return fieldPath(path, key);
 }
 
