@@ -366,7 +366,7 @@ function apiAuthOf(config: RunConfig): Pick<ControlPlaneOptions, 'apiAuth'> {
   const apiAuth = config.apiAuth ?? (isLoopback(host) ? 'none' : 'token');
   if (apiAuth === 'none' && !isLoopback(host)) {
     throw new UsageError(
-      `--api-auth none on ${config.apiAddress} would let anyone who reaches it rewrite the fleet: listen on loopback (127.0.0.1) or use --api-auth token (README "Securing Chancery")`,
+      `--api-auth none on ${config.apiAddress} would let anyone who reaches it rewrite the fleet: listen on loopback (127.0.0.1) or use --api-auth token (docs/security.md, "Securing Chancery")`,
     );
   }
   // An API token is made in the store before the server reads it (`api-token issue --store`): in
