@@ -11,6 +11,8 @@ export interface CliIo {
 
 export interface TextSink {
   write(text: string): unknown;
+  /** True on a terminal (process.stdout's own flag): people read it, so output is for them. */
+  readonly isTTY?: boolean;
 }
 
 /**
