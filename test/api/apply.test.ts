@@ -75,6 +75,15 @@ describe('POST /apply', () => {
     expect(api.contents()).toEqual(before);
   });
 
+  it('takes a body over the default 1 MiB limit: 5,000 Dataplanes in one request', async () => {
+    const items = Array.from({ length: 5_000 }, (_, index) => ({ ...dataplane(`web-${index}`), networking: { address: '10.0.0.1', inbound: [{ port: 10001, tags: { service: 'web', version: 'v1', zone: 'zone-a' } }], outbound: [{ port: 20001, service: 'backend' }] } }));
+    expect(JSON.stringify({ items }).length).toBeGreaterThan(1024 * 1024);
+    const { status, body } = await post({ items });
+    expect(status).toBe(200);
+    expect(body['items']).toHaveLength(5_000);
+    expect(api.store.list('Dataplane')).toHaveLength(5_000);
+  });
+
   it('refuses an unknown query parameter, so a parameter an older server does not know never writes', async () => {
     const answer = await post({ items: [dataplane('web-1')] }, '/apply?dryRun=true');
     expect(answer.status).toBe(400);
