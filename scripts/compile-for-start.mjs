@@ -3,8 +3,9 @@
 // the embedded default's budget. It also starts Node with MALLOC_MMAP_THRESHOLD_ fixed at
 // glibc's initial 128 KiB: glibc otherwise raises the threshold as large blocks are freed
 // (V8's compilation zones for PGlite's WebAssembly), keeps the next ones in its arenas, and
-// holds 20–30 MB it no longer uses (same bench, median of its runs). esbuild compiles each file alone, exactly as tsx would on
-// load, in well under a second; `npm run build` (tsc, with types) stays the build to publish.
+// holds 20–30 MB it no longer uses (same bench, median of its runs). esbuild compiles each
+// file alone, exactly as tsx would on load, in well under a second; `npm run build` (tsc, with
+// types) stays the build to publish.
 // The output mirrors the repository under node_modules/.cache/chancery-start (a tool cache,
 // outside what git and the tests' clean-tree check see) so that paths read relative to a module
 // (proto/, src/api/ui/) resolve as they do from src/.
