@@ -14,6 +14,7 @@ import {
   parseByteSize,
   parseCount,
   parseInstanceId,
+  parseLogFormat,
   parseLogLevel,
   parseOnOff,
   parseOptionalDuration,
@@ -245,6 +246,14 @@ export const RUN_OPTIONS = {
     value: 'LEVEL',
     help: 'fatal, error, warn, info, debug, trace or silent',
     parse: parseLogLevel,
+  },
+  logFormat: {
+    flag: 'log-format',
+    env: 'CHANCERY_LOG_FORMAT',
+    default: undefined,
+    value: 'pretty|json',
+    help: 'pretty: a line for a person (local time, level, message, fields); json: one JSON object a line, for a log collector (default: pretty on a terminal, json otherwise)',
+    parse: parseLogFormat,
   },
 } as const satisfies Record<string, OptionSpec<unknown>>;
 

@@ -21,6 +21,7 @@ import {
   type MeshState,
   type OfType,
   type Projection,
+  type PutWrite,
   type ResourceEvent,
   type ResourceStore,
   type Retention,
@@ -163,6 +164,18 @@ class EventSourcedStore implements ResourceStore {
     // A bug in a backend, not an outcome: append resolves with one event per write.
     if (event === undefined) throw new Error(`the event log appended no event for ${describeKey(keyOf(resource))}`);
     return storedOf(resource, event);
+  }
+
+  async putAll(writes: readonly PutWrite[], options: Pick<WriteOptions, 'caller'> = {}): Promise<Stored<Resource>[]> {
+    this.#assertRunning(`writing ${writes.length} resources`);
+    const events = await this.#log.append(
+      writes.map(({ resource, expected }) => ({ kind: 'upserted', resource, expected })),
+      this.#authorFor(options),
+    );
+    await this.#applied(events);
+    // A bug in a backend, not an outcome: append resolves with one event per write.
+    if (events.length !== writes.length) throw new Error(`the event log appended ${events.length} events for ${writes.length} writes`);
+    return writes.map(({ resource }, index) => storedOf(resource, events[index]!));
   }
 
   async delete(key: ResourceKey, options: WriteOptions = {}): Promise<void> {

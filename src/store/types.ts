@@ -151,6 +151,12 @@ export interface Projection extends GenerationInput {
   readonly credentials: ReadonlyMap<string, Stored<Credential>>;
 }
 
+/** One resource of `ResourceStore.putAll`, with the version its writer read, if any. */
+export interface PutWrite {
+  readonly resource: Valid<Resource>;
+  readonly expected?: ResourceVersion | 'absent';
+}
+
 export interface WriteOptions {
   /** The version the caller read (`If-Match`); `'absent'` means "create only". */
   readonly expected?: ResourceVersion | 'absent';
@@ -195,6 +201,12 @@ export interface ResourceStore {
    * with `MeshNotFoundError` for a Dataplane whose mesh the log does not have.
    */
   put(resource: Valid<Resource>, options?: WriteOptions): Promise<Stored<Resource>>;
+  /**
+   * Creates or replaces several resources in one append: all of them, in order, at one
+   * revision, or none. Rejects, having stored nothing, with the first refusal the log meets
+   * (`VersionConflictError`, `MeshNotFoundError`), whose `key` names the resource.
+   */
+  putAll(writes: readonly PutWrite[], options?: Pick<WriteOptions, 'caller'>): Promise<Stored<Resource>[]>;
   /**
    * Deletes a resource; deleting a Mesh deletes the Dataplanes and keys the log has in it, in
    * the same batch (write-plan.ts), including ones this projection has not read yet.
