@@ -8,7 +8,6 @@ import { authorOf, refusalOf } from './access.js';
 import { errorResponse } from './error-response.js';
 import { ApplyRefusedError, ForbiddenError, InvalidResourceError, MalformedBodyError, type RefusedDocument } from './errors.js';
 import { putPrecondition } from './preconditions.js';
-import { onlyKnown, type Query } from './query-params.js';
 import { resourceFromBody } from './resource-from-body.js';
 
 /** What became of one resource of an apply; `unchanged` once a write identical to what is stored appends nothing (issue 31). */
@@ -56,7 +55,6 @@ interface Checked {
  */
 export function registerApplyRoutes(app: FastifyInstance, store: ResourceStore): void {
   app.post('/apply', { bodyLimit: APPLY_LIMITS.bodyBytes }, async (request) => {
-    onlyKnown(request.query as Query, []);
     const items = itemsOf(request.body);
     const checked: Checked[] = [];
     const refusals: RefusedDocument[] = [];
@@ -164,7 +162,8 @@ function refused(error: unknown, index: number, item: unknown): RefusedDocument 
     ...(typeof name === 'string' && { name: clip(name, IDENTITY_LENGTH) }),
     status,
     code: body.code,
-    ...(body.field !== undefined && { field: `items[${index}]${body.field === '' ? '' : `.${body.field}`}` }),
+    // The resource is its own PUT's whole body: a field of `body` is the item itself.
+    ...(body.field !== undefined && { field: `items[${index}]${body.field === '' || body.field === 'body' ? '' : `.${body.field}`}` }),
     reason: body.reason,
   };
 }
