@@ -2,7 +2,6 @@ import {
   CLUSTER,
   ENDPOINT,
   LISTENER,
-  ResourceSet,
   ROUTE,
   sealSnapshot,
   type EmptyConfigurationError,
@@ -53,7 +52,7 @@ export function generate(node: string, projection: GenerationInput): GenerateRes
       [CLUSTER]: { wildcard: own.clusters, named: services.clusters },
       [ENDPOINT]: { wildcard: services.missingEndpoints(own.outboundServices), named: services.endpoints },
       [LISTENER]: { wildcard: own.listeners, named: services.listeners },
-      [ROUTE]: { wildcard: ResourceSet.empty, named: services.routes },
+      [ROUTE]: { wildcard: own.routes, named: services.routes },
     },
   });
 }

@@ -1,5 +1,6 @@
 import { ResourceSet, type EncodedResource } from '../xds/index.js';
 import type { Held, MeshResources } from './generation-input.js';
+import { protocolOf, serviceProtocol, UNKNOWN_SERVICE_PROTOCOL, type Protocol, type ServiceProtocol } from './protocols.js';
 import type { Mesh } from './resources.js';
 import { emptyAssignment, serviceResources, type Endpoint, type ServiceResources } from './service-resources.js';
 
@@ -14,10 +15,12 @@ export class MeshServices {
   readonly clusters: readonly ResourceSet[];
   readonly endpoints: readonly ResourceSet[];
   readonly #services: ReadonlyMap<string, ServiceResources>;
+  readonly #protocols: ReadonlyMap<string, ServiceProtocol>;
   readonly #memo: MeshMemo;
 
-  constructor(services: ReadonlyMap<string, ServiceResources>, memo: MeshMemo) {
+  constructor(services: ReadonlyMap<string, ServiceResources>, protocols: ReadonlyMap<string, ServiceProtocol>, memo: MeshMemo) {
     this.#services = services;
+    this.#protocols = protocols;
     this.#memo = memo;
     const previous = memo.last;
     // Listener, route and cluster depend on the service name alone, so while the set of
@@ -47,6 +50,11 @@ export class MeshServices {
       this.#memo.emptyEndpoints.set(key, set);
     }
     return set;
+  }
+
+  /** What a service speaks to its callers: `tcp` while no inbound serves it. */
+  protocol(name: string): ServiceProtocol {
+    return this.#protocols.get(name) ?? UNKNOWN_SERVICE_PROTOCOL;
   }
 
   /** The resources of one service, or undefined while no inbound serves it. */
@@ -88,12 +96,16 @@ function build(state: MeshResources): MeshServices {
     memos.set(state.mesh, memo);
   }
   const endpoints = new Map<string, Endpoint[]>();
+  const declared = new Map<string, Set<Protocol>>();
   for (const { resource } of state.dataplanes.values()) {
     const { address, inbound } = resource.networking;
     for (const { port, tags } of inbound) {
       const list = endpoints.get(tags.service);
       if (list === undefined) endpoints.set(tags.service, [{ address, port }]);
       else list.push({ address, port });
+      const protocols = declared.get(tags.service);
+      if (protocols === undefined) declared.set(tags.service, new Set([protocolOf(tags)]));
+      else protocols.add(protocolOf(tags));
     }
   }
   const mesh = state.mesh.resource.name;
@@ -101,7 +113,8 @@ function build(state: MeshResources): MeshServices {
   for (const [service, list] of endpoints) {
     services.set(service, serviceResources(mesh, service, list, memo.last?.service(service)));
   }
-  const built = new MeshServices(services, memo);
+  const protocols = new Map([...declared].map(([service, each]) => [service, serviceProtocol(each)]));
+  const built = new MeshServices(services, protocols, memo);
   memo.last = built;
   return built;
 }

@@ -4,32 +4,43 @@ import { CONNECT_TIMEOUT, TCP_PROXY, socketAddress, statPrefix } from './envoy-f
 import { inboundListenerName, localClusterName, outboundListenerName } from './names.js';
 import type { MeshServices } from './mesh-services.js';
 import type { Dataplane } from './resources.js';
+import { httpOutbound } from './outbound-resources.js';
 import { edsCluster } from './service-resources.js';
 
-/** What a dataplane gets for itself: an Envoy's wildcard LDS and CDS sets (DESIGN §6). */
+/** What a dataplane gets for itself: an Envoy's wildcard LDS and CDS sets, and its outbounds' routes (DESIGN §6). */
 export interface NodeResources {
   readonly listeners: ResourceSet;
   readonly clusters: ResourceSet;
+  /** The RouteConfiguration of each outbound to an HTTP service, named after its listener. */
+  readonly routes: ResourceSet;
   /** The services its outbounds call, sorted and distinct. */
   readonly outboundServices: readonly string[];
 }
 
 // A stored Dataplane is a new object only when it is written, so its resources are encoded
-// once per write, not once per push or per change elsewhere in the mesh.
-const memo = new WeakMap<Held<Dataplane>, NodeResources>();
+// once per write and per change of what its outbounds' services speak, not once per push or
+// per change elsewhere in the mesh.
+const memo = new WeakMap<Held<Dataplane>, { readonly context: string; readonly own: NodeResources }>();
 
 /**
- * A dataplane's own resources, built once per stored object. `services` only lends the
- * EDS clusters it already encoded; a cluster depends on its service name alone, so what is
- * built does not depend on the mesh state it was first built with.
+ * A dataplane's own resources, built once per stored object and outbound context (the protocol
+ * of each service it calls). `services` also lends the EDS clusters it already encoded; a TCP
+ * outbound's cluster depends on its service name alone.
  */
 export function nodeResources(stored: Held<Dataplane>, services: MeshServices): NodeResources {
-  let own = memo.get(stored);
-  if (own === undefined) {
-    own = build(stored.resource, services);
-    memo.set(stored, own);
-  }
+  const context = outboundContext(stored.resource, services);
+  const held = memo.get(stored);
+  if (held?.context === context) return held.own;
+  const own = build(stored.resource, services);
+  memo.set(stored, { context, own });
   return own;
+}
+
+/** What a dataplane's resources depend on besides itself: the protocol of each service it calls. */
+function outboundContext(dataplane: Dataplane, services: MeshServices): string {
+  let context = '';
+  for (const { service } of dataplane.networking.outbound) context += `${services.protocol(service).protocol} `;
+  return context;
 }
 
 function build(dataplane: Dataplane, services: MeshServices): NodeResources {
@@ -38,6 +49,7 @@ function build(dataplane: Dataplane, services: MeshServices): NodeResources {
   // response must never carry one name twice (xDS "Grouping").
   const listeners = new Map<string, EncodedResource>();
   const clusters = new Map<string, EncodedResource>();
+  const routes: EncodedResource[] = [];
   for (const { port, servicePort } of inbound) {
     const cluster = localClusterName(servicePort);
     const listener = inboundListenerName(address, port);
@@ -45,6 +57,14 @@ function build(dataplane: Dataplane, services: MeshServices): NodeResources {
     if (!clusters.has(cluster)) clusters.set(cluster, localCluster(cluster, servicePort));
   }
   for (const { port, service } of outbound) {
+    const { protocol } = services.protocol(service);
+    if (protocol !== 'tcp') {
+      const http = httpOutbound(port, service, protocol);
+      listeners.set(http.listener.name, http.listener);
+      routes.push(http.route);
+      for (const cluster of http.clusters) clusters.set(cluster.name, cluster);
+      continue;
+    }
     const listener = outboundListenerName(port);
     const cluster = services.service(service)?.cluster ?? edsCluster(service);
     listeners.set(listener, tcpProxyListener(listener, '127.0.0.1', port, cluster.name, 'OUTBOUND'));
@@ -54,6 +74,7 @@ function build(dataplane: Dataplane, services: MeshServices): NodeResources {
   return Object.freeze({
     listeners: new ResourceSet(listeners.values()),
     clusters: new ResourceSet(clusters.values()),
+    routes: routes.length === 0 ? ResourceSet.empty : new ResourceSet(routes),
     outboundServices: Object.freeze(outboundServices),
   });
 }

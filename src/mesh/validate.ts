@@ -3,6 +3,7 @@ import { excerpt } from '../excerpt.js';
 import { textProblem } from '../storable-text.js';
 import { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
 import { RESOURCE_LIMITS } from './limits.js';
+import { PROTOCOL_TAG, PROTOCOLS } from './protocols.js';
 import { DATAPLANE_AUTH_MODES, type Configuration, type Dataplane, type DataplaneAuth, type Inbound, type Mesh, type Outbound, type Valid } from './resources.js';
 
 export interface ValidationIssue {
@@ -176,13 +177,18 @@ function readTags(value: unknown, path: string, issues: Issues): Inbound['tags']
       issues.add(tagPath, 'must be a string');
       continue;
     }
-    const valueProblem = textProblem(tag, RESOURCE_LIMITS.tagValueLength);
+    const valueProblem = key === PROTOCOL_TAG ? protocolProblem(tag) : textProblem(tag, RESOURCE_LIMITS.tagValueLength);
     if (valueProblem === undefined) tags.push([key, tag]);
     else issues.add(tagPath, valueProblem);
   }
   if (service === undefined || issues.count > before) return undefined;
   // fromEntries defines each key as the object's own, `__proto__` included, as JSON.parse does.
   return Object.freeze({ ...Object.fromEntries(tags), service });
+}
+
+/** The tag `protocol` says how callers reach the service (protocols.ts): one of a few words. */
+function protocolProblem(tag: string): string | undefined {
+  return (PROTOCOLS as readonly string[]).includes(tag) ? undefined : `must be one of ${PROTOCOLS.map((each) => `"${each}"`).join(', ')}`;
 }
 
 /** Inbound listeners bind `<address>:<port>` and outbound ones `127.0.0.1:<port>`: no port twice. */
