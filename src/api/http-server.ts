@@ -14,6 +14,7 @@ import { registerFleetRoutes } from './fleet-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
 import { registerIdentityRoutes } from './identity-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
+import { registerPolicyRoutes } from './policy-routes.js';
 import { registerResourceRoutes } from './resource-routes.js';
 import { RouteMethods } from './route-methods.js';
 import { registerSessionHistoryRoutes } from './session-history-routes.js';
@@ -110,6 +111,7 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
       : reply.code(503).send({ status: 'not-ready', reason: 'the store has not caught up with the event log yet' }),
   );
   registerResourceRoutes(app, backend.store);
+  registerPolicyRoutes(app, backend.store);
   registerHistoryRoutes(app, backend.store);
   registerIdentityRoutes(app, backend);
   registerBootstrapRoutes(app, backend);
