@@ -33,3 +33,8 @@ export {
   type TopTargetKind,
 } from './policy-resources.js';
 export { DURATION_RULE, MAX_DURATION_MS, parseDuration, protoDuration } from './policy-durations.js';
+export { comparePrecedence, type Ranked } from './precedence.js';
+export { mergeConfs, type FieldSource, type Merged, type PolicyRef } from './merge-confs.js';
+export { compareSpecificity, effectiveRoutes, type EffectiveRoute } from './http-route-rules.js';
+export { appliesTo, hasTags, selects, type Selectable } from './target-refs.js';
+export { MeshPolicies, PolicySelection, type OutboundPolicies } from './mesh-policies.js';
