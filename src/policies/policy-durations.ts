@@ -20,9 +20,13 @@ export function parseDuration(text: string): number | undefined {
   return ms;
 }
 
-/** A duration as Envoy's protobuf `Duration`; `text` has passed validation. */
-export function protoDuration(text: string): { readonly seconds: number; readonly nanos: number } {
+/**
+ * A duration as Envoy's protobuf `Duration`; `text` has passed validation. A zero part is left
+ * out: protobufjs would encode it, and `1s` must be the same bytes however it is reached.
+ */
+export function protoDuration(text: string): { readonly seconds?: number; readonly nanos?: number } {
   const ms = parseDuration(text) ?? 0;
   const seconds = Math.floor(ms / 1_000);
-  return { seconds, nanos: Math.min(999_999_999, Math.round((ms - seconds * 1_000) * 1e6)) };
+  const nanos = Math.min(999_999_999, Math.round((ms - seconds * 1_000) * 1e6));
+  return { ...(seconds > 0 && { seconds }), ...(nanos > 0 && { nanos }) };
 }

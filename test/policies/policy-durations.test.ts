@@ -16,7 +16,8 @@ describe('durations as Kuma writes them (Go format)', () => {
 
   it('writes a protobuf Duration with whole seconds and nanos', () => {
     expect(protoDuration('1.25s')).toEqual({ seconds: 1, nanos: 250_000_000 });
-    expect(protoDuration('2h')).toEqual({ seconds: 7_200, nanos: 0 });
-    expect(protoDuration('1ms')).toEqual({ seconds: 0, nanos: 1_000_000 });
+    expect(protoDuration('2h')).toEqual({ seconds: 7_200 });
+    expect(protoDuration('1ms')).toEqual({ nanos: 1_000_000 });
+    expect(protoDuration('0s')).toEqual({});
   });
 });
