@@ -5,7 +5,8 @@ import { envoyBinary } from '../support/envoy.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { get, type Answer } from '../support/scripted-http-backend.js';
 import { eventually, tally } from '../support/traffic.js';
-import { CLIENT, rejections, settled, startPolicyMesh, stopPolicyMesh, type PolicyMesh } from './policy-mesh.js';
+import { settled } from '../support/session-settled.js';
+import { CLIENT, rejections, startPolicyMesh, stopPolicyMesh, type PolicyMesh } from './policy-mesh.js';
 
 // Fails the file at once, naming the install command, on a machine without Envoy.
 envoyBinary();

@@ -1,7 +1,6 @@
 import type { Harness } from '../support/harness.js';
 import type { EnvoyProcess } from '../support/envoy.js';
 import { startScriptedBackend, type ScriptedBackend } from '../support/scripted-http-backend.js';
-import { eventually } from '../support/traffic.js';
 import { freePort, SidecarMesh, type Sidecar } from './sidecars.js';
 
 /**
@@ -59,23 +58,6 @@ export async function stopPolicyMesh(mesh: PolicyMesh | undefined): Promise<void
   if (mesh === undefined) return;
   await mesh.sidecars.stop();
   await Promise.all(mesh.backends.map((backend) => backend.app.stop()));
-}
-
-/**
- * Waits until the node's session serves the store's current revision (or a later one) and the
- * node has ACKed every type's latest response: what a test checks traffic after.
- */
-export async function settled(harness: Harness, node: string): Promise<void> {
-  const revision = harness.cp.store.projection.revision;
-  await eventually(
-    `${node} ACKing revision ${revision}`,
-    () => {
-      const view = harness.cp.session(node);
-      if (view === undefined || (view.revision ?? 0) < revision) return false;
-      return Object.values(view.types).every((type) => type.sent === undefined || type.acked?.nonce === type.sent.nonce);
-    },
-    { attempts: 1_000, every: 10 },
-  );
 }
 
 /** Every `…update_rejected` counter of an Envoy (LDS, CDS, and each RDS subscription) that is not 0. */
