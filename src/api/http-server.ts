@@ -14,6 +14,7 @@ import { registerFleetRoutes } from './fleet-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
 import { registerIdentityRoutes } from './identity-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
+import { registerPolicyExplanationRoutes } from './policy-explanation-routes.js';
 import { registerPolicyRoutes } from './policy-routes.js';
 import { registerResourceRoutes } from './resource-routes.js';
 import { RouteMethods } from './route-methods.js';
@@ -112,6 +113,7 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   );
   registerResourceRoutes(app, backend.store);
   registerPolicyRoutes(app, backend.store);
+  registerPolicyExplanationRoutes(app, backend.store);
   registerHistoryRoutes(app, backend.store);
   registerIdentityRoutes(app, backend);
   registerBootstrapRoutes(app, backend);

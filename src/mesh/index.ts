@@ -44,3 +44,13 @@ export {
 } from './bootstrap.js';
 export { policyId, type GenerationInput, type Held, type MeshResources } from './generation-input.js';
 export { chanceryMessageType, decodeResourceMessage, encodeResourceMessage, resourceJson, resourceMessageType } from './resource-schema.js';
+export {
+  explainPolicies,
+  type ExplainResult,
+  type InboundExplanation,
+  type NodePolicies,
+  type OutboundExplanation,
+} from './policy-explanation.js';
+export type { FieldExplanation } from './field-rows.js';
+export type { Backend, ClientKind, RouteExplanation } from './route-plan.js';
+export { PROTOCOLS, type Protocol } from './protocols.js';

@@ -7,7 +7,7 @@ export interface EffectiveRoute {
   /** Empty: to the service the outbound calls. */
   readonly backendRefs: readonly BackendRef[];
   readonly from: PolicyRef;
-  /** Policies with a rule of the same matches that this one's replaced. */
+  /** Policies with a rule of the same matches that this one's replaced, strongest first. */
   readonly lost: readonly PolicyRef[];
 }
 
@@ -25,7 +25,7 @@ export function effectiveRoutes(rules: ReadonlyArray<{ readonly policy: PolicyRe
   rules.forEach(({ policy, rule }, strength) => {
     const key = JSON.stringify(rule.matches);
     const before = byMatches.get(key);
-    const lost = before === undefined ? [] : [...before.lost, before.policy].filter((ref) => ref.name !== policy.name || ref.type !== policy.type);
+    const lost = before === undefined ? [] : [before.policy, ...before.lost].filter((ref) => ref.name !== policy.name || ref.type !== policy.type);
     byMatches.set(key, { policy, rule, lost, strength });
   });
   const routes: Array<EffectiveRoute & { readonly strength: number }> = [];

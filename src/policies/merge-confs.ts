@@ -12,6 +12,7 @@ export interface FieldSource {
   readonly path: string;
   readonly value: unknown;
   readonly from: PolicyRef;
+  /** Strongest first: the runner-up leads. */
   readonly lost: readonly PolicyRef[];
 }
 
@@ -57,7 +58,7 @@ function mergeInto(
     if (Array.isArray(value) && value.length === 0) continue;
     target[key] = value;
     const before = sources.get(path);
-    const lost = before === undefined ? [] : [...before.lost, before.from].filter((ref) => !sameRef(ref, policy));
+    const lost = before === undefined ? [] : [before.from, ...before.lost].filter((ref) => !sameRef(ref, policy));
     sources.set(path, { from: policy, lost: dedupe(lost), value });
   }
 }

@@ -1,37 +1,10 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { generate } from '../../src/mesh/generator.js';
-import type { Valid } from '../../src/mesh/index.js';
-import type { Policy } from '../../src/policies/index.js';
-import type { MeshState, Projection, Stored } from '../../src/store/types.js';
+import type { Projection } from '../../src/store/types.js';
 import type { Snapshot } from '../../src/xds/snapshot.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE, type TypeUrl } from '../../src/xds/type-urls.js';
-import { decode, meshState, projection, stored, storedDataplane, storedMesh, valid, type Decoded } from './fixtures.js';
-
-const EXAMPLES = path.resolve(import.meta.dirname, '../fixtures/kuma-examples');
-export const kuma = (file: string) => parse(readFileSync(path.join(EXAMPLES, file), 'utf8')) as Record<string, unknown>;
-
-/** The Kuma examples' topology: frontend-1 (an Envoy calling echo), three echo backends, and a proxyless client. */
-export const dataplanes = () => [
-  storedDataplane({
-    name: 'frontend-1',
-    address: '10.0.0.1',
-    inbound: [{ port: 10001, servicePort: 9001, tags: { service: 'frontend', app: 'frontend', protocol: 'http' } }],
-    outbound: [{ port: 20001, service: 'echo' }],
-  }),
-  storedDataplane({ name: 'echo-v1a', address: '10.0.0.2', inbound: [{ port: 8080, tags: { service: 'echo', version: 'v1', protocol: 'http' } }] }),
-  storedDataplane({ name: 'echo-v1b', address: '10.0.0.3', inbound: [{ port: 8080, tags: { service: 'echo', version: 'v1', protocol: 'http' } }] }),
-  storedDataplane({ name: 'echo-v2', address: '10.0.0.4', inbound: [{ port: 8080, tags: { service: 'echo', version: 'v2', protocol: 'http' } }] }),
-  storedDataplane({ name: 'grpc-client', address: '10.0.0.9', inbound: [{ port: 7000, tags: { service: 'frontend', app: 'frontend' } }] }),
-];
-
-/** A mesh state with these policies, as the projection folds them. */
-export function withPolicies(state: MeshState, policies: readonly unknown[]): MeshState {
-  const held = policies.map((input) => stored(valid(input) as Valid<Policy>) as Stored<Policy>);
-  return { ...state, policies: new Map(held.map((policy) => [`${policy.resource.type}/${policy.resource.name}`, policy])) };
-}
+import { decode, meshState, projection, storedMesh, type Decoded } from './fixtures.js';
+import { dataplanes, kuma, withPolicies } from './policy-fixtures.js';
 
 const base = meshState(storedMesh(), dataplanes());
 const at = (policies: readonly unknown[], state = base): Projection => projection(9, withPolicies(state, policies));

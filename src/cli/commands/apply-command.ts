@@ -2,6 +2,8 @@ import { describeKey } from '../../store/index.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { ManifestError, UsageError } from '../errors.js';
+import { isPolicyType } from '../../policies/index.js';
+import { warnIfUnmatched } from '../policy-warnings.js';
 import { readManifests } from '../read-manifests.js';
 import { resourcePath } from '../resource-paths.js';
 import { EXIT, reportError } from '../report-error.js';
@@ -14,11 +16,14 @@ export const applyCommand: Command = {
   help: `Usage: chancery apply -f FILE [-f FILE…] [--api-address HOST:PORT]
 
 Creates or replaces every resource in the files: YAML documents separated by ---, a YAML
-list, a JSON object or a JSON array; -f - reads stdin. Meshes are applied before
-Dataplanes, otherwise in file order, one line per resource:
+list, a JSON object or a JSON array; -f - reads stdin. Meshes are applied first, then
+Dataplanes, then policies, otherwise in file order, one line per resource:
 
   Mesh payments created
   Dataplane payments/ledger-1 configured
+
+A traffic policy (MeshHTTPRoute, MeshTimeout, MeshRetry, MeshCircuitBreaker) whose targetRef
+selects no dataplane of its mesh is applied with a warning on stderr.
 
 A resource the server refuses stops the apply: its code, field and reason are printed,
 the resources after it are listed as not applied, and the exit code is 1. A resource
@@ -42,6 +47,7 @@ ${CLIENT_HELP}
       try {
         const { status } = await client.request('PUT', resourcePath(entry.key), entry.resource);
         io.stdout.write(`${describeKey(entry.key)} ${status === 201 ? 'created' : 'configured'}\n`);
+        if (isPolicyType(entry.key.type)) await warnIfUnmatched(client, entry, io);
       } catch (error) {
         io.stderr.write(`${describeKey(entry.key)} (${entry.source}) was not applied:\n`);
         const code = reportError(error, io.stderr);
