@@ -178,6 +178,21 @@ describe('traffic policies on proxyless gRPC clients, measured on RPCs', { timeo
     expect(after.errors).toEqual([]);
   });
 
+  it('gives the defaults back, the very versions, in one push when a policy is deleted', async () => {
+    const versions = () => Object.fromEntries(Object.entries(harness.cp.session(JS)!.types).map(([type, status]) => [type, status.sent?.version]));
+    const defaults = versions();
+    await apply(kuma('meshhttproute-split.yaml'));
+    expect(versions()).not.toEqual(defaults);
+    const revision = harness.cp.store.projection.revision;
+    await harness.cp.delete({ type: 'MeshHTTPRoute', mesh: 'default', name: 'http-route-1' });
+    applied.splice(0);
+    await settled(harness, JS);
+    // One write, one revision: the node goes from the policy's configuration straight to the defaults.
+    expect(harness.cp.session(JS)!.revision).toBe(revision + 1);
+    expect(versions()).toEqual(defaults);
+    expect((await rpcs(50)).served['echo-v2']).toBeGreaterThan(5);
+  });
+
   it('never NACKs a policy-bearing response: every Kuma example and more at once, ACKed, none refused', async () => {
     for (const file of ['meshhttproute-split.yaml', 'meshhttproute-prefix-v2.yaml', 'meshtimeout.yaml', 'meshretry.yaml', 'meshcircuitbreaker.yaml']) {
       await apply(kuma(file));
