@@ -7,7 +7,7 @@ import { runCli } from '../cli/cli-harness.js';
 import { type ApiHarness, putJson, startApi } from './api-harness.js';
 
 /** Kuma's own documentation examples, copied unchanged from shared/reference/kuma-examples. */
-export const KUMA_EXAMPLES = path.resolve(import.meta.dirname, '../fixtures/kuma-examples');
+const KUMA_EXAMPLES = path.resolve(import.meta.dirname, '../fixtures/kuma-examples');
 const exampleFiles = readdirSync(KUMA_EXAMPLES).filter((file) => file.endsWith('.yaml')).sort();
 const example = (file: string) => parse(readFileSync(path.join(KUMA_EXAMPLES, file), 'utf8')) as Record<string, any>;
 
