@@ -49,7 +49,7 @@ export function generate(node: string, projection: GenerationInput): GenerateRes
   }
   const services = meshServices(state);
   // The policies selecting the node, matched by a pure function of the mesh at this revision (I9).
-  const selection = MeshPolicies.of(state.policies).select(dataplane.resource.networking);
+  const selection = MeshPolicies.of(state.policies, state).select(dataplane.resource.networking);
   const own = nodeResources(dataplane, services, selection);
   const grpc = grpcNamedSets(services, selection);
   return sealSnapshot({

@@ -53,4 +53,4 @@ export {
 } from './policy-explanation.js';
 export type { FieldExplanation } from './field-rows.js';
 export type { Backend, ClientKind, RouteExplanation } from './route-plan.js';
-export { PROTOCOLS, type Protocol } from './protocols.js';
+export type { Protocol } from './protocols.js';

@@ -34,11 +34,6 @@ export function commonProtocol(a: Protocol, b: Protocol): Protocol {
   return STACKS[a].find((protocol) => other.includes(protocol)) ?? 'tcp';
 }
 
-/** Whether an Envoy outbound to a service speaking `protocol` is an HTTP connection manager. */
-export function isHttp(protocol: Protocol): boolean {
-  return protocol !== 'tcp';
-}
-
 /**
  * A service's protocol as its callers use it: the common protocol of every inbound that
  * serves it, and, when they disagree, what each declared (shown in inspection).

@@ -92,7 +92,8 @@ export function planRoutes(client: ClientKind, ops: OutboundPolicies, protocol: 
     timeouts.notApplied('idleTimeout', 'grpc-js 1.14.1 reads an api_listener idle_timeout as a deadline for every RPC, so none is sent');
     const request = timeouts.get<string>('http.requestTimeout');
     const max = timeouts.get<string>('http.maxStreamDuration');
-    const limit = [request, max].filter((each) => each !== undefined).sort((a, b) => parseDuration(a)! - parseDuration(b)!)[0];
+    // 0 means no limit (A31), so a zero never wins over a limit the other field sets.
+    const limit = [request, max].filter((each) => each !== undefined && parseDuration(each)! > 0).sort((a, b) => parseDuration(a!)! - parseDuration(b!)!)[0];
     if (limit !== undefined) action['max_stream_duration'] = { max_stream_duration: protoDuration(limit) };
     const both = request !== undefined && max !== undefined ? ' (with http.maxStreamDuration: the smaller is sent)' : '';
     timeouts.applied('http.requestTimeout', `RouteAction.max_stream_duration${both}; gRPC ignores RouteAction.timeout (A31)`);

@@ -39,7 +39,7 @@ export function effectiveRoutes(rules: ReadonlyArray<{ readonly policy: PolicyRe
 }
 
 /** Negative when `a` is more specific than `b`, so sorts first. */
-export function compareSpecificity(a: HttpMatch, b: HttpMatch): number {
+function compareSpecificity(a: HttpMatch, b: HttpMatch): number {
   return pathRank(b) - pathRank(a) || Number(b.method !== undefined) - Number(a.method !== undefined) || b.headers.length - a.headers.length;
 }
 

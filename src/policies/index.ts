@@ -5,7 +5,6 @@ export {
   PATH_MATCH_TYPES,
   POLICY_PLURALS,
   POLICY_TYPES,
-  policyLabel,
   TO_TARGET_KINDS,
   TOP_TARGET_KINDS,
   type BackendRef,
@@ -34,7 +33,7 @@ export {
 } from './policy-resources.js';
 export { DURATION_RULE, MAX_DURATION_MS, parseDuration, protoDuration } from './policy-durations.js';
 export { comparePrecedence, type Ranked } from './precedence.js';
-export { mergeConfs, type FieldSource, type Merged, type PolicyRef } from './merge-confs.js';
-export { compareSpecificity, effectiveRoutes, type EffectiveRoute } from './http-route-rules.js';
+export type { FieldSource, Merged, PolicyRef } from './merge-confs.js';
+export type { EffectiveRoute } from './http-route-rules.js';
 export { appliesTo, hasTags, selects, type Selectable } from './target-refs.js';
 export { MeshPolicies, PolicySelection, type OutboundPolicies } from './mesh-policies.js';

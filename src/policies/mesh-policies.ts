@@ -24,8 +24,7 @@ export interface OutboundPolicies {
  * Pure: a function of the policies alone (I9), no clock, no I/O.
  */
 export class MeshPolicies {
-  static readonly none = new MeshPolicies([]);
-  static readonly #built = new WeakMap<ReadonlyMap<string, { readonly resource: Policy }>, MeshPolicies>();
+  static readonly #built = new WeakMap<object, MeshPolicies>();
 
   /** Every policy, sorted by type then name. */
   readonly all: readonly Policy[];
@@ -35,15 +34,18 @@ export class MeshPolicies {
     this.all = all;
   }
 
-  /** The matcher of a mesh's policies map, built once per map object. */
-  static of(policies: ReadonlyMap<string, { readonly resource: Policy }> | undefined): MeshPolicies {
-    if (policies === undefined || policies.size === 0) return MeshPolicies.none;
-    let built = MeshPolicies.#built.get(policies);
+  /**
+   * The matcher of a mesh's policies map, built once per map object. A mesh without policies
+   * gets one per `scope` (the mesh state asking): what it caches per service goes with it.
+   */
+  static of(policies: ReadonlyMap<string, { readonly resource: Policy }> | undefined, scope: object): MeshPolicies {
+    const key = policies === undefined || policies.size === 0 ? scope : policies;
+    let built = MeshPolicies.#built.get(key);
     if (built === undefined) {
-      const all = [...policies.values()].map(({ resource }) => resource);
+      const all = [...(policies?.values() ?? [])].map(({ resource }) => resource);
       all.sort((a, b) => compareText(a.type, b.type) || compareText(a.name, b.name));
       built = new MeshPolicies(Object.freeze(all));
-      MeshPolicies.#built.set(policies, built);
+      MeshPolicies.#built.set(key, built);
     }
     return built;
   }

@@ -142,8 +142,3 @@ export const POLICY_PLURALS: Readonly<Record<PolicyType, string>> = {
 export function isPolicyType(type: string): type is PolicyType {
   return (POLICY_TYPES as readonly string[]).includes(type);
 }
-
-/** How explanations name a policy: `MeshTimeout timeout-global`. */
-export function policyLabel(policy: { readonly type: PolicyType; readonly name: string }): string {
-  return `${policy.type} ${policy.name}`;
-}

@@ -111,6 +111,12 @@ describe('policies rendered for proxyless gRPC (only what it honours, never what
     expect(cluster.connect_timeout).toEqual({ seconds: 5 });
   });
 
+  it('reads a zero timeout as none, as gRPC does: the other timeout, if any, is the limit', () => {
+    const timeouts = (http: object) => ({ type: 'MeshTimeout', mesh: 'default', name: 't', spec: { targetRef: { kind: 'Mesh' }, to: [{ targetRef: { kind: 'Mesh' }, default: { http } }] } });
+    expect(grpcRoutes(grpc([timeouts({ requestTimeout: '0s', maxStreamDuration: '5s' })])).at(-1)!.route).toEqual({ cluster: 'echo', max_stream_duration: { max_stream_duration: { seconds: 5 } } });
+    expect(grpcRoutes(grpc([timeouts({ requestTimeout: '0s' })])).at(-1)!.route).toEqual({ cluster: 'echo' });
+  });
+
   it('retries on gRPC status codes, at most 4 times, without a per-try timeout', () => {
     const retry = {
       type: 'MeshRetry',

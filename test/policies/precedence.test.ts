@@ -16,7 +16,7 @@ function valid(input: unknown): Policy {
   return result.resource as Policy;
 }
 
-const policies = MeshPolicies.of(new Map(POLICIES.map((input) => valid(input)).map((resource) => [`${resource.type}/${resource.name}`, { resource }])));
+const policies = MeshPolicies.of(new Map(POLICIES.map((input) => valid(input)).map((resource) => [`${resource.type}/${resource.name}`, { resource }])), {});
 const selection = (node: string) => policies.select({ inbound: NODES[node] === undefined ? [] : [{ tags: NODES[node]! }] });
 
 /** A field as the table writes it. */
@@ -90,7 +90,7 @@ describe('the effective configuration per node, field by field, with its source 
   });
 
   it('has nothing to say for a mesh without policies', () => {
-    const none = MeshPolicies.of(undefined).select({ inbound: [] });
+    const none = MeshPolicies.of(undefined, {}).select({ inbound: [] });
     expect(none.empty).toBe(true);
     expect(none.outbound('backend')).toMatchObject({ routes: [], policies: [], timeout: { conf: {}, fields: [] } });
   });
