@@ -87,6 +87,8 @@ export interface ControlPlane {
 export interface ControlPlaneSizes extends XdsServerSizes {
   /** Session actors: one per node, from its first request until it is evicted. */
   readonly sessions: number;
+  /** Streams the sessions may write to: one per stream handed to them, until it closes or is ended. */
+  readonly sinks: number;
 }
 
 /**
@@ -169,7 +171,7 @@ class ChanceryControlPlane implements ControlPlane {
       onTransition: (node) => this.#running?.recorder?.touched(node, true),
       onNack: (node) => this.#running?.recorder?.touched(node, true),
       onRequest: (node, kind) => {
-        if (kind === 'xds.acked') this.#running?.recorder?.touched(node, false);
+        if (kind === 'ack') this.#running?.recorder?.touched(node, false);
       },
     };
     const inspecting: SessionCallbacks = { inspect: (node) => this.#inspector?.observerFor(node) };
@@ -445,7 +447,7 @@ class ChanceryControlPlane implements ControlPlane {
   }
 
   sizes(): ControlPlaneSizes {
-    return { sessions: this.#registry.size, ...this.#xds.sizes() };
+    return { sessions: this.#registry.size, sinks: this.#registry.streams, ...this.#xds.sizes() };
   }
 }
 

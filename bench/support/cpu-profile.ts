@@ -123,7 +123,7 @@ const PARTS: readonly (readonly [part: string, file: RegExp])[] = [
   ['session chart (src/machines)', /^src\/machines\//],
   ['session runtime (src/sessions)', /^src\/sessions\//],
   ['session records (src/fleet, store records)', /^src\/(fleet\/|store\/(sql-)?session-records)/],
-  ['ledgers (src/xds)', /^src\/xds\/(ledger|sotw-ledger|delta-ledger|resource-set|subscription|select-resources)\.ts/],
+  ['ledgers (src/xds/stream)', /^src\/xds\/(stream\/|resource-set\.ts)/],
   ['encoding', /^(src\/xds\/(encode|response-encoder|proto-json|content-hash|snapshot)\.ts|protobufjs\/|@protobufjs\/)/],
   ['decoding', /^src\/xds\/(decode|xds-request)\.ts/],
   ['xDS server (src/xds)', /^src\/xds\//],

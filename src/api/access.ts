@@ -20,7 +20,7 @@ export type ApiAccess =
       onDenied?(status: 401 | 403): void;
     };
 
-/** Probes, scrapes and the UI's static files: open to anyone (README "Securing Chancery"). */
+/** Probes, scrapes and the UI's static files: open to anyone (docs/security.md, "Securing Chancery"). */
 const OPEN_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/:file']);
 
 /** Routes only an admin may call, whatever the method: callers and the keys that sign tokens. */

@@ -1,9 +1,9 @@
 import { AggregatorRegistry, collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Registry } from 'prom-client';
 import { filter, type Observable, type Subscription } from 'rxjs';
 import { SESSION_STATES, sessionStateOf, type SessionState, type TransitionRecord } from '../machines/index.js';
-import type { FollowUpKind, SessionCallbacks } from '../sessions/index.js';
+import type { SessionCallbacks } from '../sessions/index.js';
 import type { Projection } from '../store/index.js';
-import { PROTOCOLS, PUSH_ORDER, REFUSAL_REASONS, type Protocol, type Refusal, type TypeUrl, type XdsResponse } from '../xds/index.js';
+import { PROTOCOLS, PUSH_ORDER, REFUSAL_REASONS, type Protocol, type Refusal, type RequestKind, type TypeUrl, type XdsResponse } from '../xds/index.js';
 import { CountedHistogram, type HistogramSeries } from './counted-histogram.js';
 
 /** What the metrics read from the session registry at scrape time, never per event. */
@@ -198,9 +198,9 @@ export class ControlPlaneMetrics implements SessionCallbacks {
     byTo.set(to, (byTo.get(to) ?? 0) + 1);
   }
 
-  onRequest(_node: string, kind: FollowUpKind, typeUrl: TypeUrl): void {
-    if (kind === 'xds.acked') this.#acks[typeUrl]++;
-    else if (kind === 'xds.nacked') this.#nacks[typeUrl]++;
+  onRequest(_node: string, kind: RequestKind, typeUrl: TypeUrl): void {
+    if (kind === 'ack') this.#acks[typeUrl]++;
+    else if (kind === 'nack') this.#nacks[typeUrl]++;
   }
 
   /** A DiscoveryResponse of `bytes` bytes was written. */

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { explainPolicies, nodeIdOf, type ResourceKey } from '../mesh/index.js';
 import { NotFoundError, type ResourceStore } from '../store/index.js';
-import { onlyKnown, type Query } from './query-params.js';
 import type { DataplaneParams } from './resource-routes.js';
 
 /**
@@ -10,8 +9,7 @@ import type { DataplaneParams } from './resource-routes.js';
  * inbound and outbound, field by field, computed from the plans the generator renders.
  */
 export function registerPolicyExplanationRoutes(app: FastifyInstance, store: ResourceStore): void {
-  app.get<{ Params: DataplaneParams; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/policies', async (request) => {
-    onlyKnown(request.query, []);
+  app.get<{ Params: DataplaneParams }>('/meshes/:mesh/dataplanes/:name/policies', async (request) => {
     const { mesh, name } = request.params;
     const key: ResourceKey = { type: 'Dataplane', mesh, name };
     if (store.get(key) === undefined) throw new NotFoundError(key);

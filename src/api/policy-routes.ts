@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { POLICY_PLURALS, POLICY_TYPES, selects, type Policy, type PolicyType } from '../policies/index.js';
 import { NotFoundError, type ResourceStore } from '../store/index.js';
-import { history } from './history-routes.js';
-import { onlyKnown, type Query } from './query-params.js';
+import { history, PAGE } from './history-routes.js';
+import { takes, type Query } from './query-params.js';
 import { meshKey, resourceJson, routesFor, type DataplaneParams, type MeshParams } from './resource-routes.js';
 
 /**
@@ -25,12 +25,11 @@ function registerType(app: FastifyInstance, store: ResourceStore, type: PolicyTy
   });
   const keyOf = ({ mesh, name }: DataplaneParams) => ({ type, mesh, name });
   routesFor(app, store, `${collection}/:name`, keyOf);
-  app.get<{ Params: DataplaneParams; Querystring: Query }>(`${collection}/:name/history`, async (request) =>
+  app.get<{ Params: DataplaneParams; Querystring: Query }>(`${collection}/:name/history`, takes(...PAGE), async (request) =>
     history(store, keyOf(request.params), request.query),
   );
   // Kuma's path for the dataplanes a policy selects: `chancery apply` warns when there are none.
-  app.get<{ Params: DataplaneParams; Querystring: Query }>(`${collection}/:name/_resources/dataplanes`, async (request) => {
-    onlyKnown(request.query, []);
+  app.get<{ Params: DataplaneParams }>(`${collection}/:name/_resources/dataplanes`, async (request) => {
     const key = keyOf(request.params);
     const policy = store.get(key);
     if (policy === undefined) throw new NotFoundError(key);

@@ -3,7 +3,7 @@ import { resourceJson as messageJson, type Resource, type ResourceKey } from '..
 import { asSeq, NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
 import { authorOf } from './access.js';
 import { deletePrecondition, etagOf, putPrecondition } from './preconditions.js';
-import { integer, onlyKnown, type Query } from './query-params.js';
+import { integer, type Query, takes } from './query-params.js';
 import { resourceFromBody } from './resource-from-body.js';
 
 export interface MeshParams {
@@ -38,10 +38,9 @@ export function registerResourceRoutes(app: FastifyInstance, store: ResourceStor
 /** `GET`, `PUT` and `DELETE` of one resource at `url`, whose parameters `keyOf` reads as its key. */
 // fastify's conditional route types do not resolve for a type parameter, hence `as TParams`.
 export function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: ResourceStore, url: string, keyOf: KeyOf<TParams>): void {
-  app.get(url, async (request, reply) => {
+  app.get(url, takes('revision'), async (request, reply) => {
     const key = keyOf(request.params as TParams);
     const query = request.query as Query;
-    onlyKnown(query, ['revision']);
     const revision = integer(query, 'revision', { min: 0 });
     // `?revision=R`: the resource as it was at store revision R (issue 3, history API).
     const stored = revision === undefined ? store.get(key) : await store.getAt(key, asSeq(revision));

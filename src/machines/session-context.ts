@@ -38,6 +38,15 @@ export interface SessionContext {
   readonly error?: GenerationFailure;
 }
 
+/**
+ * Whether the store at `revision` is news to the session: its last generation, successful or
+ * not, was at an earlier revision. The chart's `behind` guard; the registry asks it too, before
+ * a tick, so an idle fleet costs no events (one decision, two callers).
+ */
+export function isBehind(context: SessionContext, revision: number): boolean {
+  return revision > context.attempted;
+}
+
 /** The stream-holding phase; calling it elsewhere is a bug in the chart. */
 export function streamPhase(context: SessionContext): StreamPhase {
   const { phase } = context;

@@ -1,4 +1,4 @@
-import type { EndStatus, Protocol, Snapshot, StreamAuthentication, StreamRequest, TypeUrl, XdsResponse } from '../xds/index.js';
+import type { EndStatus, Protocol, RequestKind, Snapshot, StreamAuthentication, TypedRequest, TypeUrl, XdsResponse } from '../xds/index.js';
 
 /** A gRPC stream as the session knows it; the call itself stays in the server. */
 export interface StreamInfo {
@@ -13,7 +13,7 @@ export interface StreamInfo {
   readonly authentication: StreamAuthentication;
 }
 
-export type TypedRequest = StreamRequest & { readonly typeUrl: TypeUrl };
+export type { TypedRequest };
 
 /** Why a snapshot could not be generated; `code` is the generator error's code. */
 export interface GenerationFailure {
@@ -33,6 +33,18 @@ export type Generation =
 export type Generate = (node: string) => Generation;
 
 /**
+ * The event each kind of request is (`requestKind`, src/xds/stream): a request with no response
+ * nonce is a new or changed subscription; one answering a nonce is an ACK, or a NACK when it
+ * carries `error_detail`. Named here once; the registry and the story use this table.
+ */
+export const REQUEST_EVENTS = { request: 'xds.requested', ack: 'xds.acked', nack: 'xds.nacked' } as const satisfies Record<RequestKind, string>;
+
+/** A stream's request after its first, one event type per kind (a union XState narrows by `type`). */
+export type RequestEvent = {
+  readonly [K in RequestKind]: { readonly type: (typeof REQUEST_EVENTS)[K]; readonly at: number; readonly streamId: string; readonly request: TypedRequest };
+}[RequestKind];
+
+/**
  * Everything that happens to a session, as facts. The server, the store's change feed, the
  * watchdog and the generator each turn what they see into one of these; `at` is epoch ms,
  * stamped at the edge (the machine never reads a clock).
@@ -40,12 +52,8 @@ export type Generate = (node: string) => Generation;
 export type SessionEvent =
   /** The first request of a new stream, carrying the node id. */
   | { readonly type: 'stream.opened'; readonly at: number; readonly stream: StreamInfo; readonly request: TypedRequest }
-  /** A request with no response nonce: a new or changed subscription. */
-  | { readonly type: 'xds.requested'; readonly at: number; readonly streamId: string; readonly request: TypedRequest }
-  /** A request answering a response nonce, without `error_detail`. */
-  | { readonly type: 'xds.acked'; readonly at: number; readonly streamId: string; readonly request: TypedRequest }
-  /** A request with `error_detail`: the client rejected a response. */
-  | { readonly type: 'xds.nacked'; readonly at: number; readonly streamId: string; readonly request: TypedRequest }
+  /** A later request on a stream, named after its kind (`REQUEST_EVENTS`). */
+  | RequestEvent
   | { readonly type: 'stream.closed'; readonly at: number; readonly streamId: string; readonly reason: string }
   | { readonly type: 'snapshot.generated'; readonly at: number; readonly snapshot: Snapshot }
   | { readonly type: 'snapshot.failed'; readonly at: number; readonly revision: number; readonly error: GenerationFailure }

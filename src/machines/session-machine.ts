@@ -2,7 +2,7 @@ import { assertEvent, assign, emit, enqueueActions, setup } from 'xstate';
 import { excerpt } from '../excerpt.js';
 import { parseNodeId } from '../mesh/index.js';
 import { openLedger, type Snapshot } from '../xds/index.js';
-import { servedSnapshot, streamPhase, type SessionContext, type SessionInput } from './session-context.js';
+import { isBehind, servedSnapshot, streamPhase, type SessionContext, type SessionInput } from './session-context.js';
 import { answerIntents, pushIntents, type Effects } from './session-effects.js';
 import type { EndStatus, SessionEvent, SessionIntent } from './session-events.js';
 import { isDataplaneGone } from './generation-failure.js';
@@ -98,7 +98,7 @@ export const sessionSetup = setup({
       const { phase } = context;
       return 'streamId' in event && 'stream' in phase && event.streamId === phase.stream.id;
     },
-    behind: ({ context, event }) => 'revision' in event && event.revision > context.attempted,
+    behind: ({ context, event }) => 'revision' in event && isBehind(context, event.revision),
     dataplaneGone: ({ event }) => event.type === 'snapshot.failed' && isDataplaneGone(event.error),
     // The node says it holds configuration: it may come from an instance whose store was ahead.
     holdsConfiguration: ({ context }) => streamPhase(context).ledger.holdsConfiguration(),

@@ -8,7 +8,7 @@ import { POLICY_TYPES, type Policy } from '../policies/index.js';
 declare const valid: unique symbol;
 export type Valid<T> = T & { readonly [valid]: true };
 
-/** Whether a mesh's dataplanes must prove who they are on the xDS stream (README "Securing Chancery"). */
+/** Whether a mesh's dataplanes must prove who they are on the xDS stream (docs/security.md, "Securing Chancery"). */
 export type DataplaneAuth = 'none' | 'token';
 export const DATAPLANE_AUTH_MODES: readonly DataplaneAuth[] = ['none', 'token'];
 

@@ -1,3 +1,4 @@
+import { fieldPath } from '../field-path.js';
 import { textProblem } from '../storable-text.js';
 import {
   BACKEND_REF_KINDS,
@@ -22,7 +23,7 @@ import {
 } from '../policies/index.js';
 import { RESOURCE_LIMITS } from './limits.js';
 import type { Valid } from './resources.js';
-import { Issues, pathOf, readLabel, readList, readObject, rejectUnknown, type Fields } from './validation-readers.js';
+import { Issues, readLabel, readList, readObject, rejectUnknown, type Fields } from './validation-readers.js';
 
 /**
  * Validation of the four traffic policies, in Kuma's universal format (reference/traffic-policies.md
@@ -124,12 +125,12 @@ function readTags(value: unknown, path: string, required: boolean, issues: Issue
   for (const key of keys) {
     const keyProblem = key === '' ? 'must not be empty' : textProblem(key, RESOURCE_LIMITS.tagKeyLength);
     const tag = fields[key];
-    if (keyProblem !== undefined) issues.add(pathOf(path, key), `the tag key ${keyProblem}`);
-    else if (typeof tag !== 'string') issues.add(pathOf(path, key), 'must be a string');
+    if (keyProblem !== undefined) issues.add(fieldPath(path, key), `the tag key ${keyProblem}`);
+    else if (typeof tag !== 'string') issues.add(fieldPath(path, key), 'must be a string');
     else {
       const problem = textProblem(tag, RESOURCE_LIMITS.tagValueLength);
       if (problem === undefined) tags.push([key, tag]);
-      else issues.add(pathOf(path, key), problem);
+      else issues.add(fieldPath(path, key), problem);
     }
   }
   return issues.count > before ? undefined : Object.freeze(Object.fromEntries(tags));
@@ -329,7 +330,7 @@ function readConf<T extends object>(
   const read: Record<string, unknown> = {};
   for (const key of known) {
     if (fields[key] === undefined) continue;
-    const each = (readers as Record<string, (value: unknown, path: string) => unknown>)[key]!(fields[key], pathOf(path, key));
+    const each = (readers as Record<string, (value: unknown, path: string) => unknown>)[key]!(fields[key], fieldPath(path, key));
     if (each !== undefined) read[key] = each;
   }
   return issues.count > before ? undefined : (Object.freeze(read) as T);

@@ -1,10 +1,11 @@
 import { isIP } from 'node:net';
+import { fieldPath } from '../field-path.js';
 import { textProblem } from '../storable-text.js';
 import { RESOURCE_LIMITS } from './limits.js';
 import { PROTOCOL_TAG, PROTOCOLS } from './protocols.js';
 import { isPolicyType } from '../policies/index.js';
 import { readPolicy } from './validate-policy.js';
-import { Issues, isFields, pathOf, readLabel, readList, readObject, rejectUnknown, type Fields, type ValidationIssue } from './validation-readers.js';
+import { Issues, isFields, readLabel, readList, readObject, rejectUnknown, type Fields, type ValidationIssue } from './validation-readers.js';
 import { CONFIGURATION_TYPES, DATAPLANE_AUTH_MODES, type Configuration, type Dataplane, type DataplaneAuth, type Inbound, type Mesh, type Outbound, type Valid } from './resources.js';
 
 export type { ValidationIssue } from './validation-readers.js';
@@ -139,7 +140,7 @@ function readTags(value: unknown, path: string, issues: Issues): Inbound['tags']
       if (service !== undefined) tags.push([key, service]);
       continue;
     }
-    const tagPath = pathOf(path, key);
+    const tagPath = fieldPath(path, key);
     const keyProblem = key === '' ? 'must not be empty' : textProblem(key, RESOURCE_LIMITS.tagKeyLength);
     if (keyProblem !== undefined) {
       issues.add(tagPath, `the tag key ${keyProblem}`);

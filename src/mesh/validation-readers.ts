@@ -1,4 +1,4 @@
-import { excerpt } from '../excerpt.js';
+import { fieldPath } from '../field-path.js';
 import { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
 import { RESOURCE_LIMITS } from './limits.js';
 
@@ -73,21 +73,10 @@ export function readLabel(value: unknown, path: string, issues: Issues): string 
 
 export function rejectUnknown(fields: Fields, known: readonly string[], path: string, what: string, issues: Issues): void {
   for (const key of Object.keys(fields)) {
-    if (!known.includes(key)) issues.add(pathOf(path, key), `unknown field; ${what} has ${known.join(', ')}`);
+    if (!known.includes(key)) issues.add(fieldPath(path, key), `unknown field; ${what} has ${known.join(', ')}`);
   }
 }
 
 export function isFields(value: unknown): value is Fields {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-const IDENTIFIER = /^[A-Za-z_$][\w$]{0,62}$/;
-
-/**
- * `a.b` for a plain key, `a["kuma.io/zone"]` for one that would read ambiguously; a long key
- * is cut, as the path is repeated in the field, the reason and the issues of a refusal.
- */
-export function pathOf(parent: string, key: string): string {
-  if (!IDENTIFIER.test(key)) return `${parent}[${excerpt(key)}]`;
-  return parent === '' ? key : `${parent}.${key}`;
 }

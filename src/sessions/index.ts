@@ -1,4 +1,4 @@
-export { combineCallbacks, type FollowUpKind, type SessionCallbacks } from './session-callbacks.js';
+export { combineCallbacks, type SessionCallbacks } from './session-callbacks.js';
 export type { Session } from './live-session.js';
 export { SessionRegistry, type SessionRegistryOptions } from './session-registry.js';
 export { SessionScheduler, type Lane, type SessionSchedulerOptions } from './session-scheduler.js';

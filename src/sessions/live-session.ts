@@ -22,8 +22,8 @@ export interface SessionKeeper {
   moved(session: LiveSession, to: SessionStateId, cause: SessionEvent | undefined): void;
   /** The chart reached its final state. */
   ended(session: LiveSession): void;
-  /** An action threw, and the actor stopped. */
-  failed(session: LiveSession, error: unknown): void;
+  /** An action threw while the actor took `cause` (undefined: a timer's step), and the actor stopped. */
+  failed(session: LiveSession, error: unknown, cause: SessionEvent | undefined): void;
 }
 
 /**
@@ -69,6 +69,7 @@ export class LiveSession implements Session, Observer<SnapshotFrom<SessionMachin
   }
 
   error(error: unknown): void {
-    this.#keeper.failed(this, error);
+    // The event being processed is still first in line: `next` is not called for a failed step.
+    this.#keeper.failed(this, error, this.#causes[0]);
   }
 }

@@ -1,9 +1,6 @@
 import type { InspectionEvent, Observer } from 'xstate';
 import type { SessionView, TransitionRecord } from '../machines/index.js';
-import type { TypeUrl, XdsResponse } from '../xds/index.js';
-
-/** The request kinds a stream sends after its first request. */
-export type FollowUpKind = 'xds.requested' | 'xds.acked' | 'xds.nacked';
+import type { RequestKind, TypeUrl, XdsResponse } from '../xds/index.js';
 
 /**
  * What the session runtime tells as it goes, as go-control-plane's `Callbacks` do: each call is
@@ -16,7 +13,7 @@ export interface SessionCallbacks {
   /** The client refused a response: the step its story records (its state did not change). */
   onNack?(node: string, record: TransitionRecord, view: () => SessionView): void;
   /** A request arrived on a session's current stream after its first; requests on superseded streams are not told. */
-  onRequest?(node: string, kind: FollowUpKind, typeUrl: TypeUrl): void;
+  onRequest?(node: string, kind: RequestKind, typeUrl: TypeUrl): void;
   /** A response of `bytes` bytes was written to a session's stream. */
   onResponse?(node: string, response: XdsResponse, bytes: number): void;
   /** An observer to attach to the node's actor (live inspection), asked once as its session is created. */

@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import { createActor, type ActorOptions, type InspectionEvent } from 'xstate';
 import {
   delayedEventOf,
+  isBehind,
+  REQUEST_EVENTS,
   SESSION_STATES,
   sessionMachine,
   sessionStateOf,
@@ -19,8 +21,8 @@ import {
 } from '../machines/index.js';
 import { compareText } from '../compare-text.js';
 import { sortedIndex } from '../sorted-index.js';
-import type { SessionGateway, StreamSink } from '../xds/index.js';
-import type { FollowUpKind, SessionCallbacks } from './session-callbacks.js';
+import { requestKind, type SessionGateway, type StreamSink } from '../xds/index.js';
+import type { SessionCallbacks } from './session-callbacks.js';
 import type { SessionScheduler } from './session-scheduler.js';
 import { LiveSession, type Session, type SessionKeeper } from './live-session.js';
 import { SessionStory } from './session-story.js';
@@ -102,11 +104,15 @@ export class SessionRegistry implements SessionGateway {
       if (this.#log.isLevelEnabled('debug')) this.#log.debug({ node, from: record.from, to, event: record.event, ...record.detail }, 'session transition');
     },
     ended: (session) => this.#remove(session),
-    failed: (session, error) => {
+    failed: (session, error, cause) => {
       const { node, at } = session;
-      this.#log.error({ err: error, node, state: at }, 'session failed; evicting it');
+      this.#log.error({ err: error, node, state: at, event: cause?.type ?? 'xstate.after' }, 'session failed; evicting it');
+      // Every stream the session held or was being handed ends, so none hangs unanswered: the
+      // one it served, and a new one whose opening failed (from `disconnected` it held none).
+      const status: EndStatus = { code: 'INTERNAL', message: `internal error in the session of ${node}: ${error instanceof Error ? error.message : String(error)}` };
       const { phase } = session.actor.getSnapshot().context;
-      if ('stream' in phase) this.#end(phase.stream.id, { code: 'UNAVAILABLE', message: `internal error in the session of ${node}` });
+      if ('stream' in phase) this.#end(phase.stream.id, status);
+      if (cause?.type === 'stream.opened') this.#end(cause.stream.id, status);
       this.#remove(session);
     },
   };
@@ -120,6 +126,11 @@ export class SessionRegistry implements SessionGateway {
 
   get size(): number {
     return this.#sessions.size;
+  }
+
+  /** Streams handed to the sessions and not yet closed or ended: 0 once every stream is gone (I3). */
+  get streams(): number {
+    return this.#sinks.size;
   }
 
   /** Every session now, for reading (views, counts); not to be changed. */
@@ -156,10 +167,11 @@ export class SessionRegistry implements SessionGateway {
     });
   }
 
-  request(node: string, streamId: string, kind: FollowUpKind, request: TypedRequest): void {
+  request(node: string, streamId: string, request: TypedRequest): void {
     this.#inOrder(() => {
       const session = this.#sessions.get(node);
       if (!session) return;
+      const kind = requestKind(request);
       // A superseded stream's requests change nothing (the chart ignores them): not told either.
       const { phase } = session.actor.getSnapshot().context;
       if ('stream' in phase && phase.stream.id === streamId) this.#callbacks.onRequest?.(node, kind, request.typeUrl);
@@ -168,7 +180,7 @@ export class SessionRegistry implements SessionGateway {
         const names = request.protocol === 'sotw' ? { version: request.versionInfo, resources: request.resourceNames.length } : { subscribe: request.subscribe.length, unsubscribe: request.unsubscribe.length };
         this.#log.debug({ node, stream: streamId, kind, typeUrl, nonce, ...names }, 'request');
       }
-      session.send({ type: kind, at: this.#options.now(), streamId, request });
+      session.send({ type: REQUEST_EVENTS[kind], at: this.#options.now(), streamId, request });
     });
   }
 
@@ -202,9 +214,9 @@ export class SessionRegistry implements SessionGateway {
       const snapshot = session.actor.getSnapshot();
       const retries = snapshot.hasTag(RETRIES_ON_TICK);
       if (retries) retrying++;
-      // Optimization: the chart's `behind` guard, checked here first so that an idle fleet
+      // Optimization: the chart's `behind` guard, asked here first so that an idle fleet
       // costs no events at all (bench/sessions.bench.ts: ~10 µs a session a tick otherwise).
-      if (retries || snapshot.context.attempted < revision) due.push(session);
+      if (retries || isBehind(snapshot.context, revision)) due.push(session);
     }
     // One line a tick, not one a node: the store's own failure is logged where it happens.
     if (retrying > 0) this.#log.warn({ nodes: retrying }, 'nodes arriving with configuration still wait for the store to be read; trying again');

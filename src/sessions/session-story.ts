@@ -1,4 +1,4 @@
-import type { SessionEvent, SessionStateId, TransitionRecord } from '../machines/index.js';
+import { REQUEST_EVENTS, type SessionEvent, type SessionStateId, type TransitionRecord } from '../machines/index.js';
 import { storableText } from '../storable-text.js';
 import { isoTime } from '../iso-time.js';
 import { TransitionRing } from './transition-ring.js';
@@ -25,7 +25,7 @@ export class SessionStory {
 
   /** Records a NACK: a step of the story in which the state did not change. */
   nacked(at: number, state: SessionStateId, detail: Readonly<Record<string, string | number>>): TransitionRecord {
-    return this.#push({ at: isoTime(at), event: 'xds.nacked', from: state, to: state, detail });
+    return this.#push({ at: isoTime(at), event: REQUEST_EVENTS.nack, from: state, to: state, detail });
   }
 
   toArray(): readonly TransitionRecord[] {

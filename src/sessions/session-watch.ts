@@ -1,6 +1,7 @@
 import { Subject, type Observable } from 'rxjs';
 import type { SessionView } from '../machines/index.js';
-import type { FollowUpKind, SessionCallbacks } from './session-callbacks.js';
+import type { RequestKind } from '../xds/index.js';
+import type { SessionCallbacks } from './session-callbacks.js';
 
 /** Told of a session that changed: with its view when its state changed or it recorded a NACK, with its node alone when only its status did. */
 export type SessionListener = (node: string, view?: SessionView) => void;
@@ -32,8 +33,8 @@ export class SessionWatch implements SessionCallbacks {
     this.#changed(node, view);
   }
 
-  onRequest(node: string, kind: FollowUpKind): void {
-    if (kind === 'xds.acked') this.#touched(node);
+  onRequest(node: string, kind: RequestKind): void {
+    if (kind === 'ack') this.#touched(node);
   }
 
   onResponse(node: string): void {

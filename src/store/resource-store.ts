@@ -268,7 +268,7 @@ class EventSourcedStore implements ResourceStore {
 
   async #createDefaultMesh(): Promise<void> {
     // DESIGN §6: `default` exists on a fresh store, open to any dataplane so the walk-through
-    // works on loopback (README "Securing Chancery" makes it require tokens).
+    // works on loopback (docs/security.md, "Securing Chancery", shows a mesh requiring tokens).
     const mesh = { type: 'Mesh', name: DEFAULT_MESH, dataplaneAuth: 'none' } as Valid<Mesh>;
     try {
       await this.#applied(await this.#log.append([{ kind: 'upserted', resource: mesh, expected: 'absent' }], this.#author));

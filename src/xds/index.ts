@@ -18,9 +18,28 @@ export {
 export { MAX_REQUEST_TEXT, type XdsLimits } from './request-limits.js';
 export { grpcServerCredentials, type TlsSource } from './tls-credentials.js';
 export { XdsServer, type SessionGateway, type XdsServerOptions, type XdsServerSizes } from './xds-server.js';
-export { openLedger, type DeltaResponse, type Ledger, type RequestOutcome, type Sent, type SotwResponse, type TypeReport, type TypeStatus, type XdsResponse } from './ledger.js';
-export { DeltaLedger } from './delta-ledger.js';
-export { SotwLedger } from './sotw-ledger.js';
+export {
+  DeltaLedger,
+  openLedger,
+  PROTOCOLS,
+  requestKind,
+  SotwLedger,
+  Subscription,
+  type DeltaRequest,
+  type DeltaResponse,
+  type Ledger,
+  type Protocol,
+  type RequestKind,
+  type RequestOutcome,
+  type Sent,
+  type SotwResponse,
+  type StreamRequest,
+  type TypedRequest,
+  type TypeReport,
+  type TypeStatus,
+  type XdsRequest,
+  type XdsResponse,
+} from './stream/index.js';
 export { UnsupportedNodeMatcherError, type ClientResource, type ClientStatus, type ClientStatusSource } from './client-status.js';
 export type { EndStatus, StreamSink } from './stream-writer.js';
 export {
@@ -35,4 +54,4 @@ export {
   type StreamAuthentication,
 } from './stream-admission.js';
 export { CLUSTER, ENDPOINT, FULL_STATE, isTypeUrl, LISTENER, messageName, PUSH_ORDER, ROUTE, SHORT_NAME, type TypeUrl } from './type-urls.js';
-export { decodeDeltaRequest, decodeRequest, encodeDeltaRequest, encodeRequest, PROTOCOLS, type DeltaRequest, type Protocol, type StreamRequest, type XdsRequest } from './xds-request.js';
+export { decodeDeltaRequest, decodeRequest, encodeDeltaRequest, encodeRequest } from './xds-request.js';

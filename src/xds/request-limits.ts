@@ -2,7 +2,7 @@ import { excerpt } from '../excerpt.js';
 import { textProblem } from '../storable-text.js';
 import type { EndStatus } from './stream-writer.js';
 import { structDepth } from './struct-depth.js';
-import type { Protocol, StreamRequest } from './xds-request.js';
+import type { Protocol, StreamRequest } from './stream/index.js';
 
 /**
  * What one client may send the xDS server (issue 11). Each limit crossed ends the stream with

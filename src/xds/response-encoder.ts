@@ -1,5 +1,5 @@
 import { encodeFields, KEPT, lengthDelimited, type EncodedResource, type FieldPart } from './encode.js';
-import type { DeltaResponse, SotwResponse, XdsResponse } from './ledger.js';
+import type { DeltaResponse, SotwResponse, XdsResponse } from './stream/index.js';
 
 // DiscoveryResponse field numbers (envoy/service/discovery/v3/discovery.proto).
 const VERSION_INFO = 1;

@@ -1,16 +1,13 @@
 import { clip } from '../excerpt.js';
-import type { TypeUrl } from './type-urls.js';
 import { expiredRefusal, type Admission, type Refusal, type StreamAdmission, type StreamAuthentication } from './stream-admission.js';
 import type { EndStatus } from './stream-writer.js';
-import type { Protocol, StreamRequest } from './xds-request.js';
+import type { Protocol, TypedRequest } from './stream/index.js';
 
 /** The most characters of a changed node id a refusal quotes: a valid one has at most 127. */
 const NODE_ID_QUOTED = 128;
 
 /** The longest delay Node's `setTimeout` keeps; past it, the timer fires after 1 ms. */
 const MAX_TIMER_DELAY = 2 ** 31 - 1;
-
-export type TypedRequest = StreamRequest & { readonly typeUrl: TypeUrl };
 
 /** The part of XState's clock expiry timers use, so a `SimulatedClock` can drive them. */
 export interface ExpiryClock {

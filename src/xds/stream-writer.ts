@@ -1,11 +1,11 @@
 import { status as grpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
 import { clip } from '../excerpt.js';
 import type { ResponseEncoder } from './response-encoder.js';
-import type { XdsResponse } from './ledger.js';
+import type { XdsResponse } from './stream/index.js';
 
 /** A gRPC status to end a stream with; the message names the node and why. */
 export interface EndStatus {
-  readonly code: 'INVALID_ARGUMENT' | 'RESOURCE_EXHAUSTED' | 'NOT_FOUND' | 'ABORTED' | 'UNAVAILABLE' | 'UNIMPLEMENTED' | 'UNAUTHENTICATED' | 'PERMISSION_DENIED';
+  readonly code: 'INVALID_ARGUMENT' | 'RESOURCE_EXHAUSTED' | 'NOT_FOUND' | 'ABORTED' | 'UNAVAILABLE' | 'UNIMPLEMENTED' | 'UNAUTHENTICATED' | 'PERMISSION_DENIED' | 'INTERNAL';
   readonly message: string;
 }
 

@@ -17,10 +17,11 @@ import { malformedRequest, refuseRequest, type XdsLimits } from './request-limit
 import { RequestRate } from './request-rate.js';
 import { ResponseEncoder } from './response-encoder.js';
 import { ADMIT_ALL, type RefusedStream, type Refusal, type StreamAdmission, type StreamAuthentication } from './stream-admission.js';
-import { StreamGate, type ExpiryClock, type GateOutcomes, type TypedRequest } from './stream-gate.js';
+import { StreamGate, type ExpiryClock, type GateOutcomes } from './stream-gate.js';
+import type { Protocol, TypedRequest } from './stream/index.js';
 import { StreamWriter, type EndStatus, type StreamSink } from './stream-writer.js';
 import { isTypeUrl, PUSH_ORDER } from './type-urls.js';
-import { decodeDeltaRequest, decodeRequest, type Protocol, type WireRequest } from './xds-request.js';
+import { decodeDeltaRequest, decodeRequest, type WireRequest } from './xds-request.js';
 
 /** How each ADS method's requests are read. */
 const DECODERS = { DiscoveryRequest: decodeRequest, DeltaDiscoveryRequest: decodeDeltaRequest };
@@ -33,7 +34,8 @@ export interface SessionGateway {
     node: string,
     request: TypedRequest,
   ): void;
-  request(node: string, streamId: string, kind: 'xds.requested' | 'xds.acked' | 'xds.nacked', request: TypedRequest): void;
+  /** A later request of the stream's node, as read: what it is (`requestKind`) is the sessions' to tell. */
+  request(node: string, streamId: string, request: TypedRequest): void;
   close(node: string, streamId: string, reason: string): void;
 }
 
@@ -351,8 +353,7 @@ class ServedStream implements GateOutcomes {
   }
 
   request(node: string, request: TypedRequest): void {
-    const kind = request.errorDetail ? 'xds.nacked' : request.responseNonce !== '' ? 'xds.acked' : 'xds.requested';
-    this.#host.options.gateway.request(node, this.#id, kind, request);
+    this.#host.options.gateway.request(node, this.#id, request);
   }
 
   refused(node: string, refusal: Refusal): void {

@@ -89,3 +89,53 @@ describe('the layers of DESIGN.md section 8', () => {
     expect(missing).toEqual([]);
   });
 });
+
+/** What `file` loads when it runs: its static value imports (`import type` is erased), resolved to files of src. */
+function loadedBy(file: string): { readonly files: string[]; readonly packages: string[] } {
+  const text = read(file).replace(/^(?:import|export) type [^;]*;/gms, '');
+  const specifiers = [...text.matchAll(/^(?:import|export)\s[^;]*?from\s*'([^']+)'/gms)].map((match) => match[1]!);
+  const files = specifiers.filter((s) => s.startsWith('.')).map((s) => path.normalize(path.join(path.dirname(file), s)).replace(/\.js$/, '.ts'));
+  return { files, packages: specifiers.filter((s) => !s.startsWith('.')) };
+}
+
+/** Every file and package `file` loads, however indirectly. */
+function closureOf(file: string): { readonly files: Set<string>; readonly packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (at: string) => {
+    const loaded = loadedBy(at);
+    for (const name of loaded.packages) packages.add(name);
+    for (const next of loaded.files) {
+      if (files.has(next)) continue;
+      files.add(next);
+      visit(next);
+    }
+  };
+  visit(file);
+  return { files, packages };
+}
+
+describe('the per-stream protocol state (src/xds/stream), DESIGN.md section 8', () => {
+  const STREAM = 'src/xds/stream/';
+  const stream = all.filter((file) => file.startsWith(STREAM));
+
+  it('is a folder of its own, with an index the rest of src/xds goes through', () => {
+    expect(stream).toContain(`${STREAM}index.ts`);
+    expect(stream.length).toBeGreaterThan(6);
+    const deep = all.filter((file) => !file.startsWith(STREAM) && importsOf(file).some((s) => s.includes('stream/') && !s.endsWith('stream/index.js')));
+    expect(deep).toEqual([]);
+  });
+
+  it('imports nothing above it: nothing it loads, however indirectly, loads it back, and no gRPC, XState, logger or I/O', () => {
+    const above: string[] = [];
+    const packages = new Set<string>();
+    for (const file of stream) {
+      const closure = closureOf(file);
+      for (const loaded of closure.files) if (!loaded.startsWith(STREAM) && closureOf(loaded).files.has(file)) above.push(`${file} → ${loaded}`);
+      for (const name of closure.packages) packages.add(name);
+    }
+    expect(above).toEqual([]);
+    // Hashing is all it needs of Node: a content hash is a version (I6).
+    expect([...packages].sort()).toEqual(['node:crypto']);
+  });
+});

@@ -7,7 +7,7 @@ import { SimulatedClock } from 'xstate';
 import { createControlPlane, type ControlPlane, type ResourceStore } from '../../src/index.js';
 import type { SessionView } from '../../src/machines/index.js';
 import { generate } from '../../src/mesh/index.js';
-import { decodeAny, type Protocol, type SessionGateway, type Snapshot, type StreamRequest, type StreamSink, type TypeUrl } from '../../src/xds/index.js';
+import { decodeAny, type Protocol, type SessionGateway, type Snapshot, type StreamSink, type TypedRequest } from '../../src/xds/index.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 import { ScriptedLog } from '../store/scripted-log.js';
 import { modelClient, type ModelClient, type ModelStream } from './model-client.js';
@@ -48,11 +48,6 @@ function phaseOf(view: SessionView | undefined): ModelPhase | 'catching-up' | 'c
 /** `none` and `evicted` look alike from outside: no session. */
 const outside = (phase: ModelPhase): ModelPhase => (phase === 'none' ? 'evicted' : phase);
 
-type FollowUp = Parameters<SessionGateway['request']>;
-
-/** The kind of session event the server makes of a request after a stream's first, as xds-server.ts decides it. */
-const kindOf = (request: StreamRequest): FollowUp[2] => (request.errorDetail ? 'xds.nacked' : request.responseNonce !== '' ? 'xds.acked' : 'xds.requested');
-
 /**
  * Between the xDS server and the sessions (the `sessionGateway` seam): it counts what the
  * sessions send, and hands them each stream's sink wrapped in an object only they hold, so a
@@ -77,7 +72,7 @@ class WatchedGateway implements SessionGateway {
     this.sessions.open(stream, watched, node, request);
   }
 
-  request(...args: FollowUp): void {
+  request(...args: Parameters<SessionGateway['request']>): void {
     this.sessions.request(...args);
   }
 
@@ -266,7 +261,7 @@ export class ModelReplay {
     if (id === undefined) throw new Error(`${where}: the earlier stream was never handled by the server, so it has no id to speak with`);
     const before = this.#view();
     const sent = this.gateway.sent;
-    for (const request of stream.lateWords()) this.gateway.sessions.request(NODE, id, kindOf(request), request as StreamRequest & { readonly typeUrl: TypeUrl });
+    for (const request of stream.lateWords()) this.gateway.sessions.request(NODE, id, request as TypedRequest);
     this.gateway.sessions.close(NODE, id, 'the earlier stream closed, late');
     const after = this.#view();
     expect(after?.stream?.id, `${where}: the stream serving the node after an earlier stream's late words (I4)`).toBe(before?.stream?.id);
@@ -368,7 +363,7 @@ export class ModelReplay {
    */
   async #checkNothingLeft(where: string): Promise<void> {
     expect(this.cp.listSessions(), `${where}: sessions left`).toEqual([]);
-    expect(this.cp.sizes(), `${where}: the control plane's per-node and per-stream tables`).toEqual({ sessions: 0, streams: 0, gates: 0, connections: 0 });
+    expect(this.cp.sizes(), `${where}: the control plane's per-node and per-stream tables`).toEqual({ sessions: 0, sinks: 0, streams: 0, gates: 0, connections: 0 });
     const listeners = this.#stopped ? 0 : this.#feedListeners;
     expect(this.store.sizes(), `${where}: listeners on the change feed and callers waiting on it`).toEqual({ listeners, refreshes: 0 });
     const timers = (this.clock as unknown as { timeouts: Map<unknown, unknown> }).timeouts;

@@ -68,9 +68,9 @@ describe('I4: a superseded stream can no longer touch the node', () => {
 
     // The old stream's last words, as a client that has not yet heard of its end would send them.
     const nonce = older.sent[0]!.nonce;
-    sessions.request(NODE, 'old', 'xds.nacked', { ...first, responseNonce: nonce, errorDetail: { code: 3, message: 'from the old stream' } });
-    sessions.request(NODE, 'old', 'xds.acked', { ...first, versionInfo: 'whatever it held', responseNonce: nonce });
-    sessions.request(NODE, 'old', 'xds.requested', { protocol: 'sotw', typeUrl: LISTENER, versionInfo: '', resourceNames: [], responseNonce: '' });
+    sessions.request(NODE, 'old', { ...first, responseNonce: nonce, errorDetail: { code: 3, message: 'from the old stream' } });
+    sessions.request(NODE, 'old', { ...first, versionInfo: 'whatever it held', responseNonce: nonce });
+    sessions.request(NODE, 'old', { protocol: 'sotw', typeUrl: LISTENER, versionInfo: '', resourceNames: [], responseNonce: '' });
     sessions.close(NODE, 'old', 'the old stream ended');
     await settled();
 
@@ -180,15 +180,16 @@ describe('sessions created under shared XState systems (session-systems.ts)', ()
 });
 
 describe('a session whose step throws', () => {
-  it('ends its stream with UNAVAILABLE naming the node, leaves nothing behind, and a new stream starts it afresh', async () => {
+  it('ends its stream with INTERNAL naming the node and the error, leaves nothing behind, and a new stream starts it afresh', async () => {
     const { sessions, settled, close } = await registry();
     // A bug the server never lets happen: a Delta request on a SotW stream, which the ledger refuses by throwing.
     const failing = new RecordingSink();
     sessions.open(stream('failing'), failing, NODE, first);
-    sessions.request(NODE, 'failing', 'xds.requested', { protocol: 'delta', typeUrl: LISTENER, subscribe: [], unsubscribe: [], initialVersions: {}, responseNonce: '' });
+    sessions.request(NODE, 'failing', { protocol: 'delta', typeUrl: LISTENER, subscribe: [], unsubscribe: [], initialVersions: {}, responseNonce: '' });
     await settled();
-    expect(failing.ended).toEqual({ code: 'UNAVAILABLE', message: `internal error in the session of ${NODE}` });
+    expect(failing.ended).toEqual({ code: 'INTERNAL', message: `internal error in the session of ${NODE}: a delta request reached a SotW ledger` });
     expect(sessions.size).toBe(0);
+    expect(sessions.streams).toBe(0);
     expect(failing.sent.map((response) => response.typeUrl)).toEqual([CLUSTER]);
     expect(sessions.counts()).toMatchObject({ serving: 0, 'awaiting-snapshot': 0 });
 
@@ -197,6 +198,26 @@ describe('a session whose step throws', () => {
     await settled();
     expect(healthy.sent.map((response) => response.typeUrl)).toEqual([CLUSTER]);
     expect(sessions.counts()).toMatchObject({ serving: 1 });
+    await close();
+  });
+
+  it('ends a reconnecting stream whose opening throws with INTERNAL, at once, rather than leaving it unanswered', async () => {
+    const { sessions, settled, close } = await registry();
+    const served = new RecordingSink();
+    sessions.open(stream('served'), served, NODE, first);
+    await settled();
+    sessions.close(NODE, 'served', 'client closed the stream');
+    await settled();
+    expect(sessions.session(NODE)?.at).toBe('disconnected');
+
+    // Again a bug the server never lets happen: a Delta first request on a SotW stream, thrown by the new ledger.
+    const reconnecting = new RecordingSink();
+    sessions.open(stream('reconnecting'), reconnecting, NODE, { protocol: 'delta', typeUrl: CLUSTER, subscribe: [], unsubscribe: [], initialVersions: {}, responseNonce: '', nodeId: NODE });
+    await settled();
+    expect(reconnecting.ended).toEqual({ code: 'INTERNAL', message: `internal error in the session of ${NODE}: a delta request reached a SotW ledger` });
+    expect(reconnecting.sent).toEqual([]);
+    expect(sessions.size).toBe(0);
+    expect(sessions.streams).toBe(0);
     await close();
   });
 });

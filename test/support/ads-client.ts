@@ -1,6 +1,6 @@
 import { Client, credentials, Metadata, type ChannelCredentials, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
 import { decodeDeltaResponse, decodeResponse, type DecodedDeltaResponse, type DecodedResponse } from '../../src/xds/decode.js';
-import { encodeDeltaRequest, encodeRequest, type DeltaRequest, type XdsRequest } from '../../src/xds/xds-request.js';
+import { encodeDeltaRequest, encodeRequest, type DeltaRequest, type XdsRequest } from '../../src/xds/index.js';
 
 const ADS = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Subscription } from '../../src/xds/subscription.js';
+import { Subscription } from '../../src/xds/index.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 
 const names = (subscription: Subscription) => ({ wildcard: subscription.wildcard, names: [...subscription.names].sort() });

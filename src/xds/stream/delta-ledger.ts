@@ -1,10 +1,11 @@
-import type { EncodedResource } from './encode.js';
-import { isoTime } from '../iso-time.js';
+import { isoTime } from '../../iso-time.js';
+import type { EncodedResource } from '../encode.js';
+import { assertSealed, type Snapshot, type TypeSnapshot } from '../snapshot.js';
+import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from '../type-urls.js';
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
-import { assertSealed, type Snapshot, type TypeSnapshot } from './snapshot.js';
+import { requestKind } from './request-kind.js';
+import type { DeltaRequest, TypedRequest } from './stream-request.js';
 import { lastNacked, NO_TYPES, slotOf, typesIn, withType, type TypeSlots } from './type-slots.js';
-import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
-import type { DeltaRequest, StreamRequest } from './xds-request.js';
 
 const WILDCARD = '*';
 
@@ -129,18 +130,19 @@ export class DeltaLedger implements Ledger {
     return new DeltaLedger(streamId, 0, NO_TYPES);
   }
 
-  receive(stream: StreamRequest & { readonly typeUrl: TypeUrl }, now: number): { ledger: DeltaLedger; outcome: RequestOutcome } {
+  receive(stream: TypedRequest, now: number): { ledger: DeltaLedger; outcome: RequestOutcome } {
     const request = deltaRequest(stream);
+    const kind = requestKind(request);
     const { typeUrl } = request;
     const type = subscribed(this.#types[slotOf(typeUrl)], request);
     // Rule 1: the nonce only matches an ACK or NACK to a response; a request is never dropped for it.
     const { sent } = type;
     const nonce = request.responseNonce;
-    if (nonce === '' || sent === undefined || nonce !== sent.nonce) return { ledger: this.#with(typeUrl, type), outcome: { kind: 'request' } };
-    if (request.errorDetail) {
+    if (kind === 'request' || sent === undefined || nonce !== sent.nonce) return { ledger: this.#with(typeUrl, type), outcome: { kind: 'request' } };
+    if (kind === 'nack') {
       // Rule 2: a NACK is `error_detail`, nothing else. The refused resources stay recorded as
       // sent, so they are not sent again until they change (no NACK loop).
-      const { message } = request.errorDetail;
+      const { message } = request.errorDetail!;
       const nacked = { version: sent.version, nonce, message, at: now };
       return { ledger: this.#with(typeUrl, { ...type, nacked }), outcome: { kind: 'nack', version: sent.version, nonce, message } };
     }
@@ -369,7 +371,7 @@ function byName(a: EncodedResource, b: EncodedResource): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
-function deltaRequest(request: StreamRequest & { readonly typeUrl: TypeUrl }): DeltaRequest & { readonly typeUrl: TypeUrl } {
+function deltaRequest(request: TypedRequest): DeltaRequest & { readonly typeUrl: TypeUrl } {
   if (request.protocol !== 'delta') throw new Error(`a ${request.protocol} request reached a Delta ledger`);
   return request;
 }

@@ -1,6 +1,6 @@
-import type { EncodedResource } from './encode.js';
-import { versionOf, type ResourceSet } from './resource-set.js';
-import type { TypeSnapshot } from './snapshot.js';
+import type { EncodedResource } from '../encode.js';
+import { versionOf, type ResourceSet } from '../resource-set.js';
+import type { TypeSnapshot } from '../snapshot.js';
 import type { Subscription } from './subscription.js';
 
 export interface Selection {

@@ -1,5 +1,5 @@
-import { InternTable } from './intern-table.js';
-import { FULL_STATE, type TypeUrl } from './type-urls.js';
+import { InternTable } from '../intern-table.js';
+import { FULL_STATE, type TypeUrl } from '../type-urls.js';
 
 const WILDCARD = '*';
 

@@ -1,11 +1,12 @@
+import { isoTime } from '../../iso-time.js';
+import { assertSealed, type Snapshot } from '../snapshot.js';
+import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from '../type-urls.js';
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
-import { isoTime } from '../iso-time.js';
-import { assertSealed, type Snapshot } from './snapshot.js';
+import { requestKind } from './request-kind.js';
 import { selectResources } from './select-resources.js';
 import { Subscription } from './subscription.js';
 import { lastNacked, NO_TYPES, slotOf, typesIn, withType, type TypeSlots } from './type-slots.js';
-import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from './type-urls.js';
-import type { StreamRequest, XdsRequest } from './xds-request.js';
+import type { TypedRequest, XdsRequest } from './stream-request.js';
 
 interface TypeLedger extends Omit<TypeReport, 'perResourceVersions'> {
   readonly subscription: Subscription;
@@ -49,8 +50,9 @@ export class SotwLedger implements Ledger {
   }
 
   /** Records a request: subscription change, ACK or NACK. A stale nonce still updates the subscription (envoy#10363). */
-  receive(stream: StreamRequest & { readonly typeUrl: TypeUrl }, now: number): { ledger: SotwLedger; outcome: RequestOutcome } {
+  receive(stream: TypedRequest, now: number): { ledger: SotwLedger; outcome: RequestOutcome } {
     const request = sotwRequest(stream);
+    const kind = requestKind(request);
     const before = this.#types[slotOf(request.typeUrl)] ?? typeLedger({ subscription: Subscription.none(request.typeUrl), heldVersion: request.versionInfo, resendOwed: false });
     const subscription = before.subscription.update(request.resourceNames);
     // Before anything is sent the first response is owed anyway; owing a re-send from the
@@ -59,11 +61,11 @@ export class SotwLedger implements Ledger {
     const nonce = request.responseNonce;
     const { sent } = before;
     const type: TypeLedger = { ...before, subscription, resendOwed };
-    if (nonce !== '' && sent && nonce !== sent.nonce) return { ledger: this.#with(request.typeUrl, type), outcome: { kind: 'stale', nonce } };
-    if (nonce === '' || !sent) return { ledger: this.#with(request.typeUrl, type), outcome: { kind: 'request' } };
-    if (request.errorDetail) {
+    if (kind === 'request' || !sent) return { ledger: this.#with(request.typeUrl, type), outcome: { kind: 'request' } };
+    if (nonce !== sent.nonce) return { ledger: this.#with(request.typeUrl, type), outcome: { kind: 'stale', nonce } };
+    if (kind === 'nack') {
       // The rejected version is the one sent with this nonce; version_info is the client's last good one.
-      const { message } = request.errorDetail;
+      const { message } = request.errorDetail!;
       const nacked = { version: sent.version, nonce, message, at: now };
       return { ledger: this.#with(request.typeUrl, { ...type, nacked }), outcome: { kind: 'nack', version: sent.version, nonce, message } };
     }
@@ -150,7 +152,7 @@ export class SotwLedger implements Ledger {
   }
 }
 
-function sotwRequest(request: StreamRequest & { readonly typeUrl: TypeUrl }): XdsRequest & { readonly typeUrl: TypeUrl } {
+function sotwRequest(request: TypedRequest): XdsRequest & { readonly typeUrl: TypeUrl } {
   if (request.protocol !== 'sotw') throw new Error(`a ${request.protocol} request reached a SotW ledger`);
   return request;
 }

@@ -1,4 +1,4 @@
-import { PUSH_ORDER, type TypeUrl } from './type-urls.js';
+import { PUSH_ORDER, type TypeUrl } from '../type-urls.js';
 
 /**
  * A ledger's record of each type at its place in PUSH_ORDER, undefined until the client asks for

@@ -1,9 +1,10 @@
+import type { EncodedResource } from '../encode.js';
+import type { Snapshot } from '../snapshot.js';
+import type { TypeUrl } from '../type-urls.js';
 import { DeltaLedger } from './delta-ledger.js';
-import type { EncodedResource } from './encode.js';
-import type { Snapshot } from './snapshot.js';
+import type { RequestKind } from './request-kind.js';
 import { SotwLedger } from './sotw-ledger.js';
-import type { TypeUrl } from './type-urls.js';
-import type { Protocol, StreamRequest } from './xds-request.js';
+import type { Protocol, TypedRequest } from './stream-request.js';
 
 /** One DiscoveryResponse to send, SotW: every resource of the type the subscription selects. */
 export interface SotwResponse {
@@ -28,11 +29,15 @@ export interface DeltaResponse {
 /** What a session decided to send, before encoding. */
 export type XdsResponse = SotwResponse | DeltaResponse;
 
-/** How a request relates to what was sent on the stream. */
+/**
+ * How a request relates to what was sent on the stream: its `requestKind`, unless it answers a
+ * response this stream did not send last (SotW: stale, recorded and not answered; Delta: a
+ * request) or before anything was sent (a request).
+ */
 export type RequestOutcome =
-  | { readonly kind: 'request' }
-  | { readonly kind: 'ack'; readonly version: string; readonly nonce: string }
-  | { readonly kind: 'nack'; readonly version: string; readonly nonce: string; readonly message: string }
+  | { readonly kind: Extract<RequestKind, 'request'> }
+  | { readonly kind: Extract<RequestKind, 'ack'>; readonly version: string; readonly nonce: string }
+  | { readonly kind: Extract<RequestKind, 'nack'>; readonly version: string; readonly nonce: string; readonly message: string }
   | { readonly kind: 'stale'; readonly nonce: string };
 
 /** What the node was sent of a type and holds: the resources, and the response that last carried some. */
@@ -76,7 +81,7 @@ export interface Ledger {
   readonly streamId: string;
   readonly protocol: Protocol;
   /** Records a request: a subscription change, an ACK, a NACK. */
-  receive(request: StreamRequest & { readonly typeUrl: TypeUrl }, now: number): { ledger: Ledger; outcome: RequestOutcome };
+  receive(request: TypedRequest, now: number): { ledger: Ledger; outcome: RequestOutcome };
   /**
    * The response owed for a type from this snapshot, with the ledger that has it recorded; no
    * response when none is owed. `resend` names resources to send even at an unchanged version:
