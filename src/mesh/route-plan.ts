@@ -1,4 +1,6 @@
 import {
+  GRPC_RETRY_ON,
+  HTTP_RETRY_ON,
   parseDuration,
   protoDuration,
   type BackendRef,
@@ -12,7 +14,6 @@ import {
 import { FieldRows, type FieldExplanation } from './field-rows.js';
 import type { MeshServices } from './mesh-services.js';
 import type { Protocol } from './protocols.js';
-import { GRPC_RETRY_ON, HTTP_RETRY_ON } from './validate-policy.js';
 
 /** Who a configuration is rendered for: an Envoy sidecar, or a proxyless gRPC client. */
 export type ClientKind = 'envoy' | 'grpc';

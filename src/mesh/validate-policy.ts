@@ -3,7 +3,9 @@ import { textProblem } from '../storable-text.js';
 import {
   BACKEND_REF_KINDS,
   DURATION_RULE,
+  GRPC_RETRY_ON,
   HEADER_MATCH_TYPES,
+  HTTP_RETRY_ON,
   MAX_DURATION_MS,
   parseDuration,
   PATH_MATCH_TYPES,
@@ -36,10 +38,6 @@ import { Issues, readLabel, readList, readObject, rejectUnknown, type Fields } f
 /** Bounds on a policy's lists, so a write costs a known amount (issue 11). */
 const POLICY_LIMITS = { to: 64, rules: 64, matches: 16, headers: 16, backendRefs: 16, retryOn: 16, count: 1_000_000, retries: 1_000 } as const;
 
-/** HTTP retry conditions, as Kuma writes them; an HTTP status (`503`) is one too. */
-export const HTTP_RETRY_ON = ['5xx', 'GatewayError', 'Reset', 'Retriable4xx', 'ConnectFailure', 'EnvoyRatelimited', 'RefusedStream'] as const;
-/** gRPC retry conditions: status names, as Kuma writes them. */
-export const GRPC_RETRY_ON = ['Canceled', 'DeadlineExceeded', 'Internal', 'ResourceExhausted', 'Unavailable'] as const;
 const HTTP_STATUS = /^[1-5]\d\d$/;
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'];
 // RFC 9110 `token`: what a header name may be.

@@ -40,6 +40,11 @@ export interface BackOff {
   readonly maxInterval?: string;
 }
 
+/** HTTP retry conditions, as Kuma writes them; an HTTP status (`503`) is one too. */
+export const HTTP_RETRY_ON = ['5xx', 'GatewayError', 'Reset', 'Retriable4xx', 'ConnectFailure', 'EnvoyRatelimited', 'RefusedStream'] as const;
+/** gRPC retry conditions: status names, as Kuma writes them. */
+export const GRPC_RETRY_ON = ['Canceled', 'DeadlineExceeded', 'Internal', 'ResourceExhausted', 'Unavailable'] as const;
+
 /** One protocol's retry settings; `retryOn` empty means the default conditions. */
 export interface RetrySettings {
   readonly numRetries?: number;
