@@ -152,3 +152,32 @@ describe('traffic policies on real Envoy sidecars, measured on traffic', { timeo
     expect(await stat('listener_manager.listener_removed')).toBe(0);
   });
 });
+
+describe('traffic policies on real Envoy sidecars over Delta xDS', { timeout: 60_000 }, () => {
+  let harness: Harness;
+  let mesh: PolicyMesh;
+  beforeAll(async () => {
+    harness = await startHarness();
+    mesh = await startPolicyMesh(harness, 'delta');
+    await settled(harness, NODE);
+  });
+  afterAll(async () => {
+    await stopPolicyMesh(mesh);
+    await harness?.stop();
+  });
+
+  it('routes a path prefix to v2 only, its RouteConfiguration and the subset’s endpoints asked for by name, and deleting the route restores every version', async () => {
+    const applied = await runCli(['apply', '-f', path.join(EXAMPLES, 'meshhttproute-prefix-v2.yaml'), '--api-address', harness.api]);
+    expect(applied.code, applied.stderr).toBe(0);
+    await settled(harness, NODE);
+    const v2 = await Promise.all(Array.from({ length: 20 }, () => get(mesh.client.port, '/v2/orders')));
+    expect(tally(v2.map((answer) => answer.body))).toEqual({ 'echo-v2': 20 });
+
+    expect((await runCli(['delete', 'meshhttproute', 'route-to-backend-v2', '--api-address', harness.api])).code).toBe(0);
+    await settled(harness, NODE);
+    const after = [];
+    for (let i = 0; i < 30; i++) after.push(await get(mesh.client.port, '/v2/orders'));
+    expect(Object.keys(tally(after.map((answer) => answer.body))).sort()).toEqual(['echo-v1a', 'echo-v1b', 'echo-v2']);
+    for (const sidecar of mesh.sidecars.sidecars) expect(await rejections(sidecar.envoy), sidecar.name).toEqual({});
+  });
+});

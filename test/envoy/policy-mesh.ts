@@ -1,3 +1,4 @@
+import type { XdsMode } from '../../src/mesh/index.js';
 import type { Harness } from '../support/harness.js';
 import type { EnvoyProcess } from '../support/envoy.js';
 import { startScriptedBackend, type ScriptedBackend } from '../support/scripted-http-backend.js';
@@ -17,8 +18,8 @@ export interface PolicyMesh {
 
 export const CLIENT = 'frontend-1';
 
-export async function startPolicyMesh(harness: Harness): Promise<PolicyMesh> {
-  const sidecars = new SidecarMesh(harness.api, harness.xds, 'sotw');
+export async function startPolicyMesh(harness: Harness, mode: XdsMode = 'sotw'): Promise<PolicyMesh> {
+  const sidecars = new SidecarMesh(harness.api, harness.xds, mode);
   const backends = [];
   for (const [name, version] of [
     ['echo-v1a', 'v1'],
