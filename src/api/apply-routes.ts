@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { APPLY_LIMITS } from '../apply-limits.js';
 import { ChanceryError } from '../chancery-error.js';
 import { clip, excerpt } from '../excerpt.js';
-import { keyOf, type ConfigurationType, type Resource, type ResourceKey } from '../mesh/index.js';
+import { CONFIGURATION_TYPES, keyOf, type ConfigurationType, type Resource, type ResourceKey } from '../mesh/index.js';
 import { describeKey, MeshNotFoundError, VersionConflictError, type PutWrite, type ResourceStore, type Stored } from '../store/index.js';
 import { authorOf, refusalOf } from './access.js';
 import { errorResponse } from './error-response.js';
@@ -30,8 +30,6 @@ export interface ApplyAnswer {
 
 /** The most characters of a refused resource's type, mesh or name repeated in the answer: any valid one fits. */
 const IDENTITY_LENGTH = 128;
-
-const CONFIGURATION_TYPES: readonly string[] = ['Mesh', 'Dataplane'] satisfies readonly ConfigurationType[];
 
 /** One resource of the body, read and checked. */
 interface Checked {
@@ -114,9 +112,9 @@ function itemsOf(body: unknown): readonly unknown[] {
 function checkDocument(item: unknown, index: number, request: FastifyRequest, seen: Map<string, number>): Checked {
   if (typeof item !== 'object' || item === null || Array.isArray(item)) throw notAResource('', 'must be one resource (an object with type, name, …)');
   const { type, mesh, name } = item as Record<string, unknown>;
-  if (typeof type !== 'string' || !CONFIGURATION_TYPES.includes(type)) throw notAResource('type', `must be ${CONFIGURATION_TYPES.map((known) => `"${known}"`).join(' or ')}`);
+  if (typeof type !== 'string' || !(CONFIGURATION_TYPES as readonly string[]).includes(type)) throw notAResource('type', `must be one of ${CONFIGURATION_TYPES.map((known) => `"${known}"`).join(', ')}`);
   if (typeof name !== 'string' || name === '') throw notAResource('name', 'is required');
-  if (type === 'Dataplane' && (typeof mesh !== 'string' || mesh === '')) throw notAResource('mesh', 'is required: the mesh the Dataplane belongs to');
+  if (type !== 'Mesh' && (typeof mesh !== 'string' || mesh === '')) throw notAResource('mesh', `is required: the mesh the ${type} belongs to`);
   const key = { type, mesh: type === 'Mesh' ? name : (mesh as string), name } as Checked['key'];
   const id = describeKey(key);
   const earlier = seen.get(id);

@@ -16,6 +16,8 @@ import { registerHistoryRoutes } from './history-routes.js';
 import { registerIdentityRoutes } from './identity-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
 import { registerPathCheck } from './path-params.js';
+import { registerPolicyExplanationRoutes } from './policy-explanation-routes.js';
+import { registerPolicyRoutes } from './policy-routes.js';
 import { registerQueryCheck } from './query-params.js';
 import { registerResourceRoutes } from './resource-routes.js';
 import { RouteMethods } from './route-methods.js';
@@ -117,6 +119,8 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   );
   registerResourceRoutes(app, backend.store);
   registerApplyRoutes(app, backend.store);
+  registerPolicyRoutes(app, backend.store);
+  registerPolicyExplanationRoutes(app, backend.store);
   registerHistoryRoutes(app, backend.store);
   registerIdentityRoutes(app, backend);
   registerBootstrapRoutes(app, backend);

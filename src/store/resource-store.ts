@@ -1,5 +1,6 @@
 import { interval, type Observable, type Subscription } from 'rxjs';
-import { DEFAULT_MESH, isDnsLabel, keyOf, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
+import { isPolicyType } from '../policies/index.js';
+import { DEFAULT_MESH, isDnsLabel, keyOf, policyId, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
 import { keyIdOf } from './write-plan.js';
 import { ChangeFeed } from './change-feed.js';
 import { describeKey } from './describe-key.js';
@@ -196,11 +197,17 @@ class EventSourcedStore implements ResourceStore {
     const { meshes, credentials } = this.projection;
     if (key.type === 'Mesh') return meshes.get(key.name)?.mesh;
     if (key.type === 'Dataplane') return meshes.get(key.mesh)?.dataplanes.get(key.name);
+    if (isPolicyType(key.type)) return meshes.get(key.mesh)?.policies?.get(policyId(key.type, key.name));
     return credentials.get(keyIdOf(key));
   }
 
   list<T extends ResourceType>(type: T, mesh?: string): readonly Stored<OfType<T>>[] {
     const { meshes, credentials } = this.projection;
+    if (isPolicyType(type)) {
+      const states = mesh === undefined ? byName(meshes) : [meshes.get(mesh)].filter((state) => state !== undefined);
+      const listed = states.flatMap((state) => byName(new Map([...(state.policies ?? [])].filter(([, stored]) => stored.resource.type === type))));
+      return listed as Stored<OfType<T>>[];
+    }
     if (type !== 'Mesh' && type !== 'Dataplane') {
       const matching = [...credentials.values()].filter(({ resource }) => resource.type === type && (mesh === undefined || keyOf(resource).mesh === mesh));
       return byName(new Map(matching.map((stored) => [keyIdOf(keyOf(stored.resource)), stored]))) as Stored<OfType<T>>[];

@@ -138,7 +138,7 @@ describe('chancery apply', () => {
     const yaml = 'type: Mesh\nname: one\n---\nname: no-type\n';
     const { code, stderr } = await apply(['-f', '-'], yaml);
     expect(code).toBe(1);
-    expect(stderr).toContain('stdin: resource 2: field type: must be "Mesh" or "Dataplane"');
+    expect(stderr).toContain('stdin: resource 2: field type: must be one of "Mesh", "Dataplane"');
     expect(api.store.list('Mesh').map((stored) => stored.resource.name)).toEqual(['default']);
   });
 

@@ -7,6 +7,8 @@ import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import type { TextSink } from '../cli-io.js';
 import { ApiRejectedError, ManifestError, UsageError } from '../errors.js';
+import { isPolicyType } from '../../policies/index.js';
+import { warnIfUnmatched } from '../policy-warnings.js';
 import { type ManifestEntry, readManifests } from '../read-manifests.js';
 import { EXIT, reportError } from '../report-error.js';
 
@@ -18,9 +20,9 @@ export const applyCommand: Command = {
   help: `Usage: chancery apply -f FILE [-f FILE…] [--api-address HOST:PORT]
 
 Creates or replaces every resource in the files: YAML documents separated by ---, a YAML
-list, a JSON object or a JSON array; -f - reads stdin. Meshes are applied before
-Dataplanes, otherwise in file order, in one request (POST /apply): all of them at one
-revision, or none. One line per resource, then the count:
+list, a JSON object or a JSON array; -f - reads stdin. Meshes are applied before the
+rest, otherwise in file order, in one request (POST /apply): all of them at one revision,
+or none. One line per resource, then the count:
 
   Mesh payments created
   Dataplane payments/ledger-1 configured
@@ -31,6 +33,9 @@ file, code, field and reason, and the exit code is 1. A file of more than ${APPL
 resources is sent in batches of that many, each all or nothing, stopping at a refused one.
 On a terminal, a large file shows its progress. A resource carrying a version (as 'chancery
 get -o yaml' prints it) is only written over that version.
+
+A traffic policy (MeshHTTPRoute, MeshTimeout, MeshRetry, MeshCircuitBreaker) whose targetRef
+selects no dataplane of its mesh is applied with a warning on stderr.
 
 Options:
   -f, --filename FILE
@@ -64,8 +69,10 @@ ${CLIENT_HELP}
       }
       progress.answered(batch.length);
       for (const [position, applied] of answer.items.entries()) {
-        io.stdout.write(`${describeKey(batch[position]!.key)} ${applied.outcome}\n`);
+        const entry = batch[position]!;
+        io.stdout.write(`${describeKey(entry.key)} ${applied.outcome}\n`);
         tally.add(applied.outcome);
+        if (isPolicyType(entry.key.type)) await warnIfUnmatched(client, entry, io);
       }
     }
     progress.clear();
