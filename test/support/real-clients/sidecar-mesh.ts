@@ -1,9 +1,9 @@
-import { afterEach, beforeEach } from 'vitest';
 import type { XdsMode } from '../../../src/mesh/index.js';
 import { runCli } from '../../cli/cli-harness.js';
 import { EnvoyProcess } from '../envoy.js';
 import { startHarness, type Harness } from '../harness.js';
 import { HttpClient, startHttpBackend, type HttpBackend } from '../http-backend.js';
+import { perTest } from '../per-test.js';
 import { freePort } from '../ports.js';
 import { Traffic } from '../traffic.js';
 import { putDataplane, deleteDataplane } from './dataplanes.js';
@@ -203,22 +203,14 @@ export function envoyClients(mode: XdsMode): RealClientKind {
  * `SidecarMesh` over `mode` against it, stopped after the test.
  */
 export function sidecarsEach(mode: XdsMode): { readonly harness: Harness; readonly mesh: SidecarMesh } {
-  let harness: Harness | undefined;
-  let mesh: SidecarMesh | undefined;
-  beforeEach(async () => {
-    harness = await startHarness();
-    mesh = new SidecarMesh(harness.api, harness.xds, mode);
-  });
-  afterEach(async () => {
-    await mesh?.stop();
-    await harness?.stop();
-  });
-  return {
-    get harness() {
-      return harness!;
+  return perTest(
+    async () => {
+      const harness = await startHarness();
+      return { harness, mesh: new SidecarMesh(harness.api, harness.xds, mode) };
     },
-    get mesh() {
-      return mesh!;
+    async ({ harness, mesh }) => {
+      await mesh.stop();
+      await harness.stop();
     },
-  };
+  );
 }
