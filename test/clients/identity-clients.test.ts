@@ -9,6 +9,7 @@ import { backendDataplane, clientDataplane, startHarness, type Harness } from '.
 import { responsesWritten, startClientProcess, tlsFixture, type ClientProcess, type TlsFixture } from '../support/identity.js';
 import { PROXYLESS_KINDS, type ClientEnvironment, type ProxylessKind } from '../support/real-clients/echo-process.js';
 import { eventually } from '../support/traffic.js';
+import { budget } from '../support/budget.js';
 
 /**
  * The two proxyless gRPC clients, unchanged, proving who they are to a mesh that requires it
@@ -92,7 +93,7 @@ async function expectRefused(harness: Harness, kind: ProxylessKind, node: string
   return refusals[0]!;
 }
 
-describe.each(PROXYLESS_KINDS)('the unchanged %s client on a mesh requiring tokens', { timeout: 60_000 }, (kind) => {
+describe.each(PROXYLESS_KINDS)('the unchanged %s client on a mesh requiring tokens', { timeout: budget(60_000) }, (kind) => {
   it('is served over TLS with the service account chancery bootstrap grpc --credentials-out made for it', async () => {
     const client = start(kind, (await credentialsFor(kind)) as unknown as ClientEnvironment);
     expect(await client.outcome).toEqual({ servedBy: 'backend-1' });
@@ -151,7 +152,7 @@ describe.each(PROXYLESS_KINDS)('the unchanged %s client on a mesh requiring toke
   });
 });
 
-describe.each(PROXYLESS_KINDS)('the unchanged %s client without credentials, on a plaintext mesh requiring tokens', { timeout: 60_000 }, (kind) => {
+describe.each(PROXYLESS_KINDS)('the unchanged %s client without credentials, on a plaintext mesh requiring tokens', { timeout: budget(60_000) }, (kind) => {
   let plain: Harness;
   beforeAll(async () => {
     plain = await startHarness();

@@ -11,6 +11,7 @@ import { envoyHandshake, type Handshake } from '../support/envoy-handshake.js';
 import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
 import { OpenStreams } from '../support/open-streams.js';
 import { BACKEND, envoyDataplane, getSession, namesOf, sessionIn, settle } from '../xds/fixtures.js';
+import { budget } from '../support/budget.js';
 
 /**
  * kuma#2171 (DESIGN §1): on disconnect Kuma wrote an empty snapshot as a placeholder; the
@@ -227,9 +228,9 @@ describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave
     h.clock.increment(10_000);
     expect(h.cp.listSessions()).toHaveLength(0);
     // The sessions' records for the fleet's view go with the next save (every second).
-    await vi.waitFor(async () => expect(await log.sessionRecords.list(60_000)).toHaveLength(0), { timeout: 5_000, interval: 100 });
+    await vi.waitFor(async () => expect(await log.sessionRecords.list(60_000)).toHaveLength(0), { timeout: budget(5_000), interval: 100 });
     await collect();
     // Nothing holds a snapshot of an evicted session (I3).
     expect(served.refs.filter((ref) => ref.deref() !== undefined)).toHaveLength(0);
-  }, 120_000);
+  }, budget(120_000));
 });
