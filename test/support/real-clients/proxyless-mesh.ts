@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runCli } from '../../cli/cli-harness.js';
-import { budget } from '../budget.js';
 import { startEchoBackend, type EchoBackend } from '../echo-backend.js';
 import { backendDataplane, clientDataplane } from '../harness.js';
 import { RPC_DEADLINE_MS, Traffic } from '../traffic.js';
@@ -48,7 +47,7 @@ export class ProxylessMesh implements RealMesh {
     const process = startEchoProcess(this.kind, SERVICE, { GRPC_XDS_BOOTSTRAP: bootstrap });
     const client = { name, node, process, traffic: new Traffic(process) };
     this.#clients.push(client);
-    await process.echo(budget(RPC_DEADLINE_MS));
+    await process.echo(RPC_DEADLINE_MS);
     return client;
   }
 
