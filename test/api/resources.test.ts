@@ -1,13 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type ApiHarness, dataplaneBody, putJson, startApi } from './api-harness.js';
+import { describe, expect, it } from 'vitest';
+import { apiFor, dataplaneBody, putJson } from './api-harness.js';
 
-let api: ApiHarness;
-beforeEach(async () => {
-  api = await startApi();
-});
-afterEach(async () => {
-  await api.close();
-});
+const api = apiFor();
 
 describe('meshes', () => {
   it('lists the default mesh of a fresh store', async () => {
