@@ -22,11 +22,14 @@ export type ApiAccess =
     };
 
 /**
- * Probes, scrapes and the UI's static files: open to anyone (README "Securing Chancery"); and the
- * route a dataplane's agent asks a certificate on, which checks the dataplane's own credentials
- * as the xDS port does (certificate-routes.ts).
+ * Probes, scrapes and the UI's static files: open to anyone (docs/security.md, "Securing
+ * Chancery"); and the route a dataplane's agent asks a certificate on, which checks the
+ * dataplane's own credentials as the xDS port does (certificate-routes.ts).
  */
 const OPEN_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/:file', CERTIFICATE_ROUTE]);
+
+/** Routes whose writes name their meshes in the body: the handler checks each (`POST /apply`). */
+const BODY_MESH_ROUTES = new Set(['/apply']);
 
 /** Routes only an admin may call, whatever the method: callers and the keys that sign tokens. */
 const ADMIN_ROUTES = [/^\/api-tokens/, /^\/meshes\/:mesh\/signing-keys/];
@@ -51,7 +54,8 @@ export function registerAccess(app: FastifyInstance, access: ApiAccess): void {
       throw new UnauthenticatedError(authentication.reason);
     }
     const { caller } = authentication;
-    const refusal = refusalOf(caller, request.method, route, (request.params as { mesh?: string }).mesh);
+    const meshesInBody = route !== undefined && BODY_MESH_ROUTES.has(route) && caller.role === 'writer';
+    const refusal = meshesInBody ? undefined : refusalOf(caller, request.method, route, (request.params as { mesh?: string }).mesh);
     if (refusal !== undefined) {
       access.onDenied?.(403);
       throw new ForbiddenError(caller, refusal);

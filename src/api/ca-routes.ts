@@ -3,8 +3,7 @@ import { meshAuthoritiesView, removeMeshAuthority, rotateMeshAuthority } from '.
 import { NotFoundError, type MeshState, type ResourceStore } from '../store/index.js';
 import { authorOf } from './access.js';
 import type { ApiBackend } from './api-backend.js';
-import { bodyFields } from './body-fields.js';
-import { onlyKnown, type Query } from './query-params.js';
+import { fieldsOf } from './request-fields.js';
 
 interface MeshParams {
   readonly mesh: string;
@@ -18,22 +17,19 @@ interface MeshParams {
  */
 export function registerCaRoutes(app: FastifyInstance, backend: Pick<ApiBackend, 'store' | 'sessions' | 'fleet' | 'now'>): void {
   const { store } = backend;
-  app.get<{ Params: MeshParams; Querystring: Query }>('/meshes/:mesh/ca', async (request) => {
-    onlyKnown(request.query, []);
+  app.get<{ Params: MeshParams }>('/meshes/:mesh/ca', async (request) => {
     const state = meshStateOf(store, request.params.mesh);
     return meshAuthoritiesView(state, await connectedDataplanes(backend, state.mesh.resource.name));
   });
-  app.post<{ Params: MeshParams; Querystring: Query }>('/meshes/:mesh/ca', async (request, reply) => {
-    onlyKnown(request.query, []);
-    bodyFields(request.body, []);
+  app.post<{ Params: MeshParams }>('/meshes/:mesh/ca', async (request, reply) => {
+    fieldsOf(request.body, []);
     const added = await rotateMeshAuthority(store, request.params.mesh, backend.now(), { caller: authorOf(request) });
     request.log.info({ mesh: added.resource.mesh, id: added.resource.name, by: authorOf(request) }, 'mesh CA added: it signs once every dataplane trusts it');
     const state = meshStateOf(store, request.params.mesh);
     const view = meshAuthoritiesView(state, await connectedDataplanes(backend, state.mesh.resource.name));
     return reply.code(201).send(view.items.find((item) => item.id === added.resource.name));
   });
-  app.delete<{ Params: MeshParams & { readonly id: string }; Querystring: Query }>('/meshes/:mesh/ca/:id', async (request, reply) => {
-    onlyKnown(request.query, []);
+  app.delete<{ Params: MeshParams & { readonly id: string } }>('/meshes/:mesh/ca/:id', async (request, reply) => {
     const state = meshStateOf(store, request.params.mesh);
     const connected = await connectedDataplanes(backend, state.mesh.resource.name);
     await removeMeshAuthority(store, state, request.params.id, connected, { caller: authorOf(request) });

@@ -3,9 +3,8 @@ import { DataplaneUnauthenticatedError, InvalidCertificateRequestError, recordAg
 import { nodeIdOf } from '../mesh/index.js';
 import { NotFoundError } from '../store/index.js';
 import type { ApiBackend } from './api-backend.js';
-import { bodyFields } from './body-fields.js';
+import { fieldsOf } from './request-fields.js';
 import { isoTime } from '../iso-time.js';
-import { onlyKnown, type Query } from './query-params.js';
 
 /** The route a dataplane's own agent calls; the API's token gate leaves it to the dataplane's credentials (access.ts). */
 export const CERTIFICATE_ROUTE = '/meshes/:mesh/dataplanes/:name/certificate';
@@ -22,9 +21,8 @@ interface DataplaneParams {
  * public half of its key: the answer holds the certificate and the trust bundle, never a key.
  */
 export function registerCertificateRoutes(app: FastifyInstance, backend: Pick<ApiBackend, 'store' | 'now'> & Required<Pick<ApiBackend, 'dataplanes'>>): void {
-  app.post<{ Params: DataplaneParams; Querystring: Query }>(CERTIFICATE_ROUTE, async (request, reply) => {
-    onlyKnown(request.query, []);
-    const { csr } = bodyFields(request.body, ['csr']);
+  app.post<{ Params: DataplaneParams }>(CERTIFICATE_ROUTE, async (request, reply) => {
+    const { csr } = fieldsOf(request.body, ['csr']);
     if (typeof csr !== 'string') throw new InvalidCertificateRequestError('must be given as "csr", a PEM string');
     const { mesh, name } = request.params;
     const state = backend.store.projection.meshes.get(mesh);

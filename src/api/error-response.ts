@@ -9,19 +9,21 @@ import type {
   InvalidTokenLifetimeError,
   MtlsUnavailableError,
 } from '../identity/index.js';
-import type {
-  FutureRevisionError,
-  MeshNotFoundError,
+import type { ResourceKey } from '../mesh/index.js';
+import {
+  type FutureRevisionError,
+  type MeshNotFoundError,
   NotFoundError,
-  RevisionCompactedError,
-  StoreRejectedWriteError,
-  StoreUnavailableError,
-  VersionConflictError,
+  type RevisionCompactedError,
+  type StoreRejectedWriteError,
+  type StoreUnavailableError,
+  type VersionConflictError,
 } from '../store/index.js';
 import { ACCEPTED_MEDIA_TYPES } from './body-parsers.js';
 import {
   type ApiError,
   BodyTooLargeError,
+  type RefusedDocument,
   InternalError,
   MalformedRequestError,
   MethodNotAllowedError,
@@ -66,10 +68,12 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_API_METHOD_NOT_ALLOWED: 405,
   CHANCERY_API_INVALID_PRECONDITION: 400,
   CHANCERY_API_INVALID_QUERY: 400,
+  CHANCERY_API_INVALID_NAME: 400,
   CHANCERY_API_SESSION_NOT_FOUND: 404,
   CHANCERY_API_ROUTE_NOT_FOUND: 404,
   CHANCERY_API_UNAUTHENTICATED: 401,
   CHANCERY_API_FORBIDDEN: 403,
+  CHANCERY_API_APPLY_REFUSED: 400,
   CHANCERY_API_BODY_TOO_LARGE: 413,
   CHANCERY_API_UNSUPPORTED_MEDIA_TYPE: 415,
   CHANCERY_API_INTERNAL: 500,
@@ -99,6 +103,8 @@ export interface ErrorBody {
   readonly field?: string;
   readonly reason: string;
   readonly issues?: readonly ValidationIssue[];
+  /** `POST /apply`: each refused resource. */
+  readonly items?: readonly RefusedDocument[];
 }
 
 export interface ErrorResponse {
@@ -126,12 +132,13 @@ export interface ServerLimits {
 export function errorResponse(error: unknown, limits: ServerLimits): ErrorResponse {
   const handled = asHandled(error, limits);
   const { code } = handled;
-  const field = 'field' in handled && typeof handled.field === 'string' ? handled.field : DEFAULT_FIELD[code];
+  const field = 'field' in handled && typeof handled.field === 'string' ? handled.field : handled instanceof NotFoundError ? urlFieldOf(handled.key) : DEFAULT_FIELD[code];
   const body: ErrorBody = {
     code,
     ...(field !== undefined && { field }),
     reason: handled.message,
     ...('issues' in handled && { issues: handled.issues }),
+    ...('items' in handled && { items: handled.items }),
   };
   const headers: Record<string, string> =
     handled instanceof MethodNotAllowedError
@@ -142,6 +149,19 @@ export function errorResponse(error: unknown, limits: ServerLimits): ErrorRespon
   // A 500 is a bug, whatever its code: logged with its cause.
   const status = ERROR_STATUS[code];
   return { status, body, headers, unexpected: status === 500 };
+}
+
+/** The path parameter naming a resource of the key's type: what a 404 says does not exist (path-params.ts). */
+function urlFieldOf(key: ResourceKey): string {
+  switch (key.type) {
+    case 'Mesh':
+      return 'mesh';
+    case 'SigningKey':
+    case 'ServiceAccountKey':
+      return 'kid';
+    default:
+      return 'name';
+  }
 }
 
 /** The longest fastify message passed on: some (a bad Content-Length) are short and useful. */
@@ -160,6 +180,8 @@ function asHandled(error: unknown, limits: ServerLimits): HandledError {
       return new MalformedRequestError('the URL path is not valid percent-encoded UTF-8', { cause: error, field: 'url' });
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return new UrlTooLongError(limits.maxPathSegment);
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new MalformedRequestError('the body is not as long as Content-Length says', { cause: error, field: 'Content-Length' });
   }
   if (typeof fastifyCode === 'string' && fastifyCode.startsWith('FST_') && isClientError(error)) {
     return new MalformedRequestError(clip((error as Error).message, FASTIFY_MESSAGE_LENGTH), { cause: error });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiToken, CertificateAuthority, Configuration, DataplaneTls, Resource, ResourceKey, ResourceType, ServiceAccountKey, SigningKey } from '../mesh/index.js';
 import { asSeq, type Author, NotFoundError, type ResourceEvent, type ResourceStore, type Seq } from '../store/index.js';
-import { integer, onlyKnown, type Query } from './query-params.js';
+import { integer, type Query, takes } from './query-params.js';
 
 /** Events per page when `limit` is left out, and the most one page may hold. */
 export const EVENTS_PAGE = { default: 100, max: 1_000 } as const;
@@ -53,21 +53,22 @@ interface Page {
  * `CHANCERY_STORE_REVISION_COMPACTED` on `/events`; a resource's history just starts later.
  */
 export function registerHistoryRoutes(app: FastifyInstance, store: ResourceStore): void {
-  app.get<{ Querystring: Query }>('/events', async (request): Promise<EventsPage> => {
+  app.get<{ Querystring: Query }>('/events', takes(...PAGE), async (request): Promise<EventsPage> => {
     const { after, limit } = readPage(request.query);
     return pageOf(await store.readEvents(after, limit), after);
   });
 
-  app.get<{ Params: { mesh: string }; Querystring: Query }>('/meshes/:mesh/history', async (request) =>
+  app.get<{ Params: { mesh: string }; Querystring: Query }>('/meshes/:mesh/history', takes(...PAGE), async (request) =>
     history(store, { type: 'Mesh', mesh: request.params.mesh, name: request.params.mesh }, request.query),
   );
 
-  app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/history', async (request) =>
+  app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/history', takes(...PAGE), async (request) =>
     history(store, { type: 'Dataplane', mesh: request.params.mesh, name: request.params.name }, request.query),
   );
 }
 
-async function history(store: ResourceStore, key: ResourceKey, query: Query): Promise<HistoryPage> {
+/** One resource's retained events, a page at a time; 404 for a resource that never was nor is. */
+export async function history(store: ResourceStore, key: ResourceKey, query: Query): Promise<HistoryPage> {
   const { after, limit } = readPage(query);
   const { horizon, events } = await store.history(key, after, limit);
   // Nothing retained and nothing now: a typo in the name, not an empty history.
@@ -75,8 +76,10 @@ async function history(store: ResourceStore, key: ResourceKey, query: Query): Pr
   return { ...pageOf(events, after), ...(horizon > 0 && { compactedThrough: horizon }) };
 }
 
+/** The query parameters of a page of events. */
+export const PAGE = ['after', 'limit'] as const;
+
 function readPage(query: Query): Page {
-  onlyKnown(query, ['after', 'limit']);
   return {
     after: asSeq(integer(query, 'after', { min: 0 }) ?? 0),
     limit: integer(query, 'limit', { min: 1, max: EVENTS_PAGE.max }) ?? EVENTS_PAGE.default,

@@ -4,6 +4,7 @@ import fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyRequest
 import type { Logger } from 'pino';
 import type { TlsFiles } from '../identity/index.js';
 import { registerAccess, type ApiAccess } from './access.js';
+import { registerApplyRoutes } from './apply-routes.js';
 import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { registerBootstrapRoutes } from './bootstrap-routes.js';
@@ -16,6 +17,10 @@ import { registerFleetRoutes } from './fleet-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
 import { registerIdentityRoutes } from './identity-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
+import { registerPathCheck } from './path-params.js';
+import { registerPolicyExplanationRoutes } from './policy-explanation-routes.js';
+import { registerPolicyRoutes } from './policy-routes.js';
+import { registerQueryCheck } from './query-params.js';
 import { registerResourceRoutes } from './resource-routes.js';
 import { RouteMethods } from './route-methods.js';
 import { registerSessionHistoryRoutes } from './session-history-routes.js';
@@ -65,7 +70,8 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   const logger: FastifyBaseLogger = options.logger;
   const { tls } = options;
   const answer = (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const { status, body, headers, unexpected } = errorResponse(error, limits);
+    // A route may take a larger body than the server's default (POST /apply).
+    const { status, body, headers, unexpected } = errorResponse(error, { ...limits, bodyLimit: request.routeOptions?.bodyLimit ?? bodyLimit });
     if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'request failed');
     else if (status >= 500) request.log.warn({ code: body.code, reason: body.reason }, 'request failed');
     else if (status === 401 || status === 403) request.log.warn({ code: body.code, reason: body.reason, method: request.method, url: request.url, ip: request.ip }, 'request refused');
@@ -100,6 +106,8 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   });
   registerBodyParsers(app, bodyLimit);
   registerAccess(app, options.access ?? { mode: 'none' });
+  registerPathCheck(app);
+  registerQueryCheck(app);
   if (tls) {
     const unsubscribe = tls.onChange(() => (app.server as HttpsServer).setSecureContext(secureContextOf(tls)));
     app.addHook('onClose', async () => unsubscribe());
@@ -112,6 +120,9 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
       : reply.code(503).send({ status: 'not-ready', reason: 'the store has not caught up with the event log yet' }),
   );
   registerResourceRoutes(app, backend.store);
+  registerApplyRoutes(app, backend.store);
+  registerPolicyRoutes(app, backend.store);
+  registerPolicyExplanationRoutes(app, backend.store);
   registerHistoryRoutes(app, backend.store);
   registerIdentityRoutes(app, backend);
   registerCaRoutes(app, backend);

@@ -13,7 +13,7 @@ import {
 import type { ApiRole, ResourceKey } from '../mesh/index.js';
 import { NotFoundError, type ResourceStore } from '../store/index.js';
 import { authorOf } from './access.js';
-import { bodyFields } from './body-fields.js';
+import { fieldsOf, text, textList } from './request-fields.js';
 
 interface MeshParams {
   readonly mesh: string;
@@ -32,7 +32,7 @@ interface KeyParams extends MeshParams {
  */
 export function registerIdentityRoutes(app: FastifyInstance, { store, now }: { readonly store: ResourceStore; readonly now: () => number }): void {
   app.post<{ Params: DataplaneParams }>('/meshes/:mesh/dataplanes/:name/token', async (request, reply) => {
-    const { ttl } = bodyFields(request.body, ['ttl']);
+    const { ttl } = fieldsOf(request.body, ['ttl']);
     const issued = await issueDataplaneToken(
       store,
       { ...request.params, now: now(), ...(ttl !== undefined && { ttl: parseTtl(ttl) }) },
@@ -43,7 +43,7 @@ export function registerIdentityRoutes(app: FastifyInstance, { store, now }: { r
   });
 
   app.post<{ Params: DataplaneParams }>('/meshes/:mesh/dataplanes/:name/service-account', async (request, reply) => {
-    bodyFields(request.body, []);
+    fieldsOf(request.body, []);
     const { file, key } = await issueServiceAccount(store, request.params, { caller: authorOf(request) });
     request.log.info({ node: file.client_email, kid: key.resource.name, by: authorOf(request) }, 'service account issued');
     return reply.code(201).send(file);
@@ -55,7 +55,7 @@ export function registerIdentityRoutes(app: FastifyInstance, { store, now }: { r
     return { items: store.list('SigningKey', mesh).map((key) => publicSigningKey(key, current)) };
   });
   app.post<{ Params: MeshParams }>('/meshes/:mesh/signing-keys', async (request, reply) => {
-    bodyFields(request.body, []);
+    fieldsOf(request.body, []);
     const key = await rotateSigningKey(store, request.params.mesh, { caller: authorOf(request) });
     request.log.info({ mesh: key.resource.mesh, kid: key.resource.name, by: authorOf(request) }, 'signing key added: it signs from now on');
     return reply.code(201).send(publicSigningKey(key, key));
@@ -78,14 +78,16 @@ export function registerIdentityRoutes(app: FastifyInstance, { store, now }: { r
 
   app.get('/api-tokens', async () => ({ items: store.list('ApiToken').map(publicApiToken) }));
   app.post('/api-tokens', async (request, reply) => {
-    const { name, role, meshes, ttl } = bodyFields(request.body, ['name', 'role', 'meshes', 'ttl']);
+    const fields = fieldsOf(request.body, ['name', 'role', 'meshes', 'ttl']);
+    const meshes = textList(fields, 'meshes');
     const issued = await issueApiToken(
       store,
       {
-        name: String(name ?? ''),
-        role: role as ApiRole,
-        ...(meshes !== undefined && { meshes: Array.isArray(meshes) ? meshes.map(String) : [String(meshes)] }),
-        ...(ttl !== undefined && { ttl: parseTtl(ttl) }),
+        name: text(fields, 'name'),
+        // issueApiToken refuses a role it does not know, naming the field.
+        role: text(fields, 'role') as ApiRole,
+        ...(meshes !== undefined && { meshes }),
+        ...(fields['ttl'] !== undefined && { ttl: parseTtl(fields['ttl']) }),
         now: now(),
       },
       { caller: authorOf(request) },

@@ -3,19 +3,19 @@ import { resourceJson as messageJson, type Resource, type ResourceKey } from '..
 import { asSeq, NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
 import { authorOf } from './access.js';
 import { deletePrecondition, etagOf, putPrecondition } from './preconditions.js';
-import { integer, onlyKnown, type Query } from './query-params.js';
+import { integer, type Query, takes } from './query-params.js';
 import { resourceFromBody } from './resource-from-body.js';
 
-interface MeshParams {
+export interface MeshParams {
   readonly mesh: string;
 }
-interface DataplaneParams extends MeshParams {
+export interface DataplaneParams extends MeshParams {
   readonly name: string;
 }
 
-type KeyOf<TParams> = (params: TParams) => ResourceKey;
+export type KeyOf<TParams> = (params: TParams) => ResourceKey;
 
-const meshKey: KeyOf<MeshParams> = ({ mesh }) => ({ type: 'Mesh', mesh, name: mesh });
+export const meshKey: KeyOf<MeshParams> = ({ mesh }) => ({ type: 'Mesh', mesh, name: mesh });
 const dataplaneKey: KeyOf<DataplaneParams> = ({ mesh, name }) => ({ type: 'Dataplane', mesh, name });
 
 /**
@@ -35,12 +35,12 @@ export function registerResourceRoutes(app: FastifyInstance, store: ResourceStor
   routesFor(app, store, '/meshes/:mesh/dataplanes/:name', dataplaneKey);
 }
 
+/** `GET`, `PUT` and `DELETE` of one resource at `url`, whose parameters `keyOf` reads as its key. */
 // fastify's conditional route types do not resolve for a type parameter, hence `as TParams`.
-function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: ResourceStore, url: string, keyOf: KeyOf<TParams>): void {
-  app.get(url, async (request, reply) => {
+export function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: ResourceStore, url: string, keyOf: KeyOf<TParams>): void {
+  app.get(url, takes('revision'), async (request, reply) => {
     const key = keyOf(request.params as TParams);
     const query = request.query as Query;
-    onlyKnown(query, ['revision']);
     const revision = integer(query, 'revision', { min: 0 });
     // `?revision=R`: the resource as it was at store revision R (issue 3, history API).
     const stored = revision === undefined ? store.get(key) : await store.getAt(key, asSeq(revision));
@@ -69,7 +69,7 @@ function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: Reso
 }
 
 /** A stored resource as the API answers it: the JSON mapping of its chancery.v1 message, with its version (proto/). */
-function resourceJson(stored: Stored<Resource>): Record<string, unknown> {
+export function resourceJson(stored: Stored<Resource>): Record<string, unknown> {
   return messageJson(stored.resource, stored.version);
 }
 

@@ -7,12 +7,14 @@ import { parseInspectorUrl, parseNodePattern } from '../inspector/index.js';
 import { parseStoreSpec } from '../store/index.js';
 import { UsageError } from './errors.js';
 import {
+  keepsNothing,
   parseAddress,
   parseApiAuth,
   parseFile,
   parseByteSize,
   parseCount,
   parseInstanceId,
+  parseLogFormat,
   parseLogLevel,
   parseOnOff,
   parseOptionalDuration,
@@ -81,8 +83,8 @@ export const RUN_OPTIONS = {
     flag: 'store',
     env: 'CHANCERY_STORE',
     default: DEFAULTS.store,
-    value: 'memory|pglite:DIR|postgres://…',
-    help: 'where resources are kept',
+    value: 'memory|pglite:DIR|pglite:memory|postgres://…',
+    help: 'where resources are kept; memory and pglite:memory (PGlite in memory) keep nothing once the process exits',
     parse: parseStore,
   },
   workers: {
@@ -245,6 +247,14 @@ export const RUN_OPTIONS = {
     help: 'fatal, error, warn, info, debug, trace or silent',
     parse: parseLogLevel,
   },
+  logFormat: {
+    flag: 'log-format',
+    env: 'CHANCERY_LOG_FORMAT',
+    default: undefined,
+    value: 'pretty|json',
+    help: 'pretty: a line for a person (local time, level, message, fields); json: one JSON object a line, for a log collector (default: pretty on a terminal, json otherwise)',
+    parse: parseLogFormat,
+  },
 } as const satisfies Record<string, OptionSpec<unknown>>;
 
 /** A TLS file setting of the xDS or API listener: `--xds-tls-cert`, `CHANCERY_API_TLS_CLIENT_CA`, … */
@@ -365,7 +375,14 @@ function apiAuthOf(config: RunConfig): Pick<ControlPlaneOptions, 'apiAuth'> {
   const apiAuth = config.apiAuth ?? (isLoopback(host) ? 'none' : 'token');
   if (apiAuth === 'none' && !isLoopback(host)) {
     throw new UsageError(
-      `--api-auth none on ${config.apiAddress} would let anyone who reaches it rewrite the fleet: listen on loopback (127.0.0.1) or use --api-auth token (README "Securing Chancery")`,
+      `--api-auth none on ${config.apiAddress} would let anyone who reaches it rewrite the fleet: listen on loopback (127.0.0.1) or use --api-auth token (docs/security.md, "Securing Chancery")`,
+    );
+  }
+  // An API token is made in the store before the server reads it (`api-token issue --store`): in
+  // one that lives only inside this process, none can ever be, and every call would be refused.
+  if (apiAuth === 'token' && keepsNothing(config.store)) {
+    throw new UsageError(
+      `--api-auth token with --store ${config.store}: no API token can ever exist in a store that lives only inside this process, so every API call would be refused; use --store pglite:DIR or postgres://… and 'chancery api-token issue --store' first, or --api-auth none on a loopback --api-address`,
     );
   }
   return { apiAuth };

@@ -59,6 +59,12 @@ export function parseStore(text: string): string {
   return text;
 }
 
+/** Whether a store spec keeps nothing once its process ends: `memory`, `pglite:` and `pglite:memory`. */
+export function keepsNothing(spec: string): boolean {
+  const parsed = parseStoreSpec(spec);
+  return parsed.kind === 'memory' || (parsed.kind === 'pglite' && parsed.dir === undefined);
+}
+
 const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export function parseInstanceId(text: string): string {
@@ -73,6 +79,15 @@ export function parseLogLevel(text: string): LogLevel {
   const level = LOG_LEVELS.find((candidate) => candidate === text);
   if (level === undefined) throw new Error(`expected one of ${LOG_LEVELS.join(', ')}; got "${text}"`);
   return level;
+}
+
+export const LOG_FORMATS = ['pretty', 'json'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+export function parseLogFormat(text: string): LogFormat {
+  const format = LOG_FORMATS.find((candidate) => candidate === text);
+  if (format === undefined) throw new Error(`expected one of ${LOG_FORMATS.join(', ')}; got "${text}"`);
+  return format;
 }
 
 /**

@@ -5,6 +5,7 @@ export type { CredentialStore } from './credential-store.js';
 export { issueDataplaneToken, TOKEN_ISSUER, type DataplaneTokenRequest, type IssuedDataplaneToken } from './dataplane-tokens.js';
 export { AuthorityInUseError, DataplaneUnauthenticatedError, InvalidIdentityRequestError, InvalidTokenLifetimeError, MtlsUnavailableError } from './errors.js';
 export { recordAgentCertificate, signDataplaneCertificate, type SignedDataplaneCertificate } from './dataplane-certificates.js';
+export { isKeyId, KEY_ID_RULE } from './key-pairs.js';
 export { LIFETIMES, parseTtl } from './lifetimes.js';
 export { RefusalLog, type RefusalSummary } from './refusal-log.js';
 export { issueServiceAccount, publicServiceAccountKey, type IssuedServiceAccount, type ServiceAccountFile } from './service-accounts.js';

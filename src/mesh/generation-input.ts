@@ -1,3 +1,4 @@
+import type { Policy } from '../policies/index.js';
 import type { CertificateAuthority, Dataplane, DataplaneTls, Mesh, Resource, Valid } from './resources.js';
 
 /**
@@ -18,6 +19,16 @@ export interface MeshResources {
   readonly authorities: ReadonlyMap<string, Held<CertificateAuthority>>;
   /** What each dataplane has ACKed of mTLS, by dataplane name (src/mesh/tls-readiness.ts). */
   readonly tls: ReadonlyMap<string, Held<DataplaneTls>>;
+  /**
+   * The mesh's traffic policies by `policyId` (`MeshTimeout/timeout-global`): the same object
+   * while no policy changes, so what is derived from them is derived once. Left out, none.
+   */
+  readonly policies?: ReadonlyMap<string, Held<Policy>>;
+}
+
+/** A policy's key among its mesh's policies: its type and name. */
+export function policyId(type: Policy['type'], name: string): string {
+  return `${type}/${name}`;
 }
 
 /** A resource as stored: a new object only when it is written. */

@@ -12,7 +12,10 @@ import {
 } from '../xds/index.js';
 import type { GenerationInput } from './generation-input.js';
 import { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from './errors.js';
+import { MeshPolicies } from '../policies/index.js';
+import { grpcNamedSets } from './grpc-profiles.js';
 import { meshServices } from './mesh-services.js';
+import { nodeEndpoints } from './node-endpoints.js';
 import { nodeResources, PLAINTEXT, type NodeTlsPlan } from './node-resources.js';
 import { parseNodeId } from './node-id.js';
 import type { Dataplane } from './resources.js';
@@ -35,8 +38,9 @@ export type GenerateResult =
 /**
  * The configuration of `node` at `projection.revision` (DESIGN §6): pure and deterministic,
  * so every instance produces the same versions for the same projection (I6). A node's
- * wildcard sets hold its own Envoy listeners and clusters; its named sets are the mesh's
- * service resources, the same objects for every node of the mesh. Encoding happens only for
+ * wildcard sets hold its own Envoy listeners and clusters (and its outbounds' routes); its
+ * named sets are the mesh's service resources, the same objects for every node the same
+ * policies select (for every node of a mesh without policies). Encoding happens only for
  * what changed since the last call: a Dataplane or mesh left as it was costs no encoding.
  * Returns an error, never a placeholder, when there is nothing to push (I1).
  *
@@ -55,10 +59,13 @@ export function generate(node: string, projection: GenerationInput, certificate?
     return { ok: false, error: new DataplaneNotFoundError(node, revision, id.mesh, id.name) };
   }
   const services = meshServices(state);
+  // The policies selecting the node, matched by a pure function of the mesh at this revision (I9).
+  const selection = MeshPolicies.of(state.policies, state).select(dataplane.resource.networking);
+  const grpc = grpcNamedSets(services, selection);
   const tls = meshTls(state);
   let plan = PLAINTEXT;
   let secrets = ResourceSet.empty;
-  let clusters = services.clusters;
+  let clusters = grpc.clusters;
   let listeners = services.listeners;
   if (tls.mode !== 'disabled') {
     const problem = certificateProblem(dataplane.resource, certificate, state);
@@ -66,18 +73,18 @@ export function generate(node: string, projection: GenerationInput, certificate?
     plan = tlsPlan(dataplane.resource, tls);
     secrets = nodeSecrets(tls, certificate!);
     // Proxyless gRPC: its clusters and server listeners name the certificate files of its bootstrap.
-    clusters = grpcClusters(id.mesh, services, tls);
+    clusters = grpcClusters(id.mesh, grpc.clusters, tls);
     listeners = grpcListeners(services, serverListeners(state, tls.mode === 'strict'));
   }
-  const own = nodeResources(dataplane, services, plan);
+  const own = nodeResources(dataplane, services, selection, plan);
   const sealed = sealSnapshot({
     node,
     revision,
     types: {
       [CLUSTER]: { wildcard: own.clusters, named: clusters },
-      [ENDPOINT]: { wildcard: services.missingEndpoints(own.outboundServices), named: services.endpoints },
+      [ENDPOINT]: { wildcard: nodeEndpoints(services, own), named: grpc.endpoints },
       [LISTENER]: { wildcard: own.listeners, named: listeners },
-      [ROUTE]: { wildcard: ResourceSet.empty, named: services.routes },
+      [ROUTE]: { wildcard: own.routes, named: grpc.routes },
       [SECRET]: { wildcard: secrets, named: [] },
     },
   });

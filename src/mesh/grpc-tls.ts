@@ -5,8 +5,7 @@ import type { MeshResources } from './generation-input.js';
 import type { MeshServices } from './mesh-services.js';
 import { serviceSpiffeId } from './mesh-tls.js';
 import { serverListenerName } from './names.js';
-import { edsCluster } from './service-resources.js';
-import { DOWNSTREAM_TLS, UPSTREAM_TLS, type MeshTls } from './tls-contexts.js';
+import { DOWNSTREAM_TLS, UPSTREAM_TLS, withTransportSocket, type MeshTls } from './tls-contexts.js';
 
 /**
  * Mesh mTLS for proxyless gRPC (gRFC A29, A36; reference/mtls.md §3): gRPC never uses SDS, so its
@@ -39,17 +38,36 @@ const SERVER_TLS = Object.freeze({
   }),
 });
 
-// Per mesh state: the statuses or CAs changing make another MeshTls, and so other sets.
-const clusterSets = new WeakMap<MeshTls, { readonly from: readonly ResourceSet[]; readonly sets: readonly ResourceSet[] }>();
+// Per mesh state (the statuses or CAs changing make another MeshTls) and per named sets (policies
+// may give nodes other clusters): made once for every node that shares both.
+const clusterSets = new WeakMap<MeshTls, WeakMap<readonly ResourceSet[], readonly ResourceSet[]>>();
 
-/** The mesh's named clusters for gRPC clients: a service every endpoint of which accepts TLS gets it (I8). */
-export function grpcClusters(mesh: string, services: MeshServices, tls: MeshTls): readonly ResourceSet[] {
-  const held = clusterSets.get(tls);
-  if (held?.from === services.clusters) return held.sets;
-  const clusters = services.clusters.flatMap((set) => set.list).map((cluster) => (tls.clientTls(cluster.name) ? edsCluster(cluster.name, upstreamTls(mesh, cluster.name)) : cluster));
-  const sets = Object.freeze([new ResourceSet(clusters)]);
-  clusterSets.set(tls, { from: services.clusters, sets });
+/**
+ * The named clusters offered gRPC clients, with mTLS: a cluster of a service every endpoint of
+ * which accepts TLS gets it (I8), every field policies set kept (tls-contexts.ts `withTransportSocket`).
+ */
+export function grpcClusters(mesh: string, named: readonly ResourceSet[], tls: MeshTls): readonly ResourceSet[] {
+  let bySets = clusterSets.get(tls);
+  if (bySets === undefined) clusterSets.set(tls, (bySets = new WeakMap()));
+  let sets = bySets.get(named);
+  if (sets === undefined) {
+    const clusters = named.flatMap((set) => set.list).map((cluster) => {
+      const service = serviceOf(cluster.name);
+      return tls.clientTls(service) ? withTransportSocket(cluster, `grpc\0${mesh}`, upstreamTls(mesh, service), NO_SECRETS) : cluster;
+    });
+    sets = Object.freeze([new ResourceSet(clusters)]);
+    bySets.set(named, sets);
+  }
   return sets;
+}
+
+/** gRPC reads its certificates from files: its clusters name no Secret. */
+const NO_SECRETS: readonly string[] = Object.freeze([]);
+
+/** The service a cluster's endpoints serve: its name, or what precedes a subset's `:`. */
+function serviceOf(cluster: string): string {
+  const colon = cluster.indexOf(':');
+  return colon === -1 ? cluster : cluster.slice(0, colon);
 }
 
 const listenerSets = new WeakMap<MeshResources['dataplanes'], Map<boolean, ResourceSet>>();

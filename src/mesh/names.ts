@@ -49,3 +49,16 @@ export function serverListenerName(address: string, port: number): string {
 
 /** What every server Listener's name starts with: how a gRPC server's subscription is told from a client's. */
 export const SERVER_LISTENER_PREFIX = 'grpc/server?';
+
+/**
+ * The cluster (and ClusterLoadAssignment) of the endpoints of `service` whose inbounds carry all
+ * of `tags`, a MeshHTTPRoute's MeshServiceSubset: `echo:version=v2`. A service is a DNS label, so
+ * the `:` keeps it apart from every service's own name; tags are sorted, and escaped so that two
+ * subsets never share a name.
+ */
+export function subsetClusterName(service: string, tags: Readonly<Record<string, string>>): string {
+  const pairs = Object.keys(tags)
+    .sort()
+    .map((key) => `${encodeURIComponent(key)}=${encodeURIComponent(tags[key]!)}`);
+  return `${serviceResourceName(service)}:${pairs.join(',')}`;
+}

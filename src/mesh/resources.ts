@@ -3,10 +3,12 @@
  * `validate()`; the store and the generator accept nothing else.
  */
 
+import { POLICY_TYPES, type Policy } from '../policies/index.js';
+
 declare const valid: unique symbol;
 export type Valid<T> = T & { readonly [valid]: true };
 
-/** Whether a mesh's dataplanes must prove who they are on the xDS stream (README "Securing Chancery"). */
+/** Whether a mesh's dataplanes must prove who they are on the xDS stream (docs/security.md, "Securing Chancery"). */
 export type DataplaneAuth = 'none' | 'token';
 export const DATAPLANE_AUTH_MODES: readonly DataplaneAuth[] = ['none', 'token'];
 
@@ -141,19 +143,20 @@ export interface ApiToken {
 
 /** Secrets and what authentication reads. The generator reads only a mesh's CAs, through its mesh state. */
 export type Credential = SigningKey | ServiceAccountKey | ApiToken | CertificateAuthority;
-/** What users write as manifests (`chancery apply`, `PUT`). */
-export type Configuration = Mesh | Dataplane;
+/** What users write as manifests (`chancery apply`, `PUT`): meshes, dataplanes and traffic policies. */
+export type Configuration = Mesh | Dataplane | Policy;
 /** What Chancery writes about its dataplanes, for the generator to read. */
 export type Status = DataplaneTls;
 export type Resource = Configuration | Credential | Status;
 export type ResourceType = Resource['type'];
 export type CredentialType = Credential['type'];
 export type ConfigurationType = Configuration['type'];
-export const RESOURCE_TYPES: readonly ResourceType[] = ['Mesh', 'Dataplane', 'SigningKey', 'ServiceAccountKey', 'ApiToken', 'CertificateAuthority', 'DataplaneTls'];
+export const CONFIGURATION_TYPES: readonly ConfigurationType[] = ['Mesh', 'Dataplane', ...POLICY_TYPES];
+export const RESOURCE_TYPES: readonly ResourceType[] = [...CONFIGURATION_TYPES, 'SigningKey', 'ServiceAccountKey', 'ApiToken', 'CertificateAuthority', 'DataplaneTls'];
 export const CREDENTIAL_TYPES: readonly CredentialType[] = ['SigningKey', 'ServiceAccountKey', 'ApiToken', 'CertificateAuthority'];
 
 /** Types that live in a mesh: written only into a live mesh, and deleted with it. */
-const MESH_SCOPED: ReadonlySet<ResourceType> = new Set(['Dataplane', 'SigningKey', 'ServiceAccountKey', 'CertificateAuthority', 'DataplaneTls']);
+const MESH_SCOPED: ReadonlySet<ResourceType> = new Set(['Dataplane', ...POLICY_TYPES, 'SigningKey', 'ServiceAccountKey', 'CertificateAuthority', 'DataplaneTls']);
 
 export function isMeshScoped(type: ResourceType): boolean {
   return MESH_SCOPED.has(type);

@@ -1,5 +1,5 @@
 import { ChanceryError } from '../chancery-error.js';
-import { anyOf, encodeResource, ResourceSet, SECRET, type EncodedResource } from '../xds/index.js';
+import { anyOf, CLUSTER, encodeResource, lookupType, ResourceSet, SECRET, type EncodedResource } from '../xds/index.js';
 import { ADS_CONFIG_SOURCE } from './envoy-fragments.js';
 import type { Held, MeshResources } from './generation-input.js';
 import { mtlsModeOf, serviceSpiffeId, spiffeIdsOf, trustBundleOf } from './mesh-tls.js';
@@ -173,3 +173,32 @@ export function upstreamTransportSocket(mesh: string, service: string): object {
 
 /** The listener filter that tells a TLS ClientHello from plaintext, for a permissive inbound. */
 export const TLS_INSPECTOR_FILTER = Object.freeze({ name: 'envoy.filters.listener.tls_inspector', typed_config: anyOf(TLS_INSPECTOR) });
+
+// A cluster as policies rendered it, with a transport socket added: made once per cluster and TLS context.
+const withSockets = new WeakMap<EncodedResource, Map<string, EncodedResource>>();
+
+/**
+ * `cluster` (an EDS cluster however policies shaped it) with `transportSocket`, naming `secrets`.
+ * The cluster's own message is decoded and encoded again with the socket added, so every field a
+ * policy set is kept as it was.
+ */
+export function withTransportSocket(cluster: EncodedResource, key: string, transportSocket: object, secrets: readonly string[]): EncodedResource {
+  let byKey = withSockets.get(cluster);
+  if (byKey === undefined) withSockets.set(cluster, (byKey = new Map()));
+  let secured = byKey.get(key);
+  if (secured === undefined) {
+    const { value } = lookupType('google.protobuf.Any').decode(cluster.any) as unknown as { value: Uint8Array };
+    const type = lookupType('envoy.config.cluster.v3.Cluster');
+    const fields = type.toObject(type.decode(value));
+    secured = encodeResource(CLUSTER, cluster.name, { ...fields, transport_socket: transportSocket }, cluster.references, secrets);
+    byKey.set(key, secured);
+  }
+  return secured;
+}
+
+/** An Envoy outbound's cluster with mTLS: the node's certificate presented, the service's SPIFFE ID checked (I8). */
+export function envoyTlsCluster(cluster: EncodedResource, mesh: string): EncodedResource {
+  const colon = cluster.name.indexOf(':');
+  const service = colon === -1 ? cluster.name : cluster.name.slice(0, colon);
+  return withTransportSocket(cluster, `envoy\0${mesh}`, upstreamTransportSocket(mesh, service), tlsSecretNames(mesh));
+}

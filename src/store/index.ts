@@ -46,5 +46,6 @@ export {
   type Stored,
   type StoreSizes,
   type Write,
+  type PutWrite,
   type WriteOptions,
 } from './types.js';

@@ -1,4 +1,5 @@
-import { isCredential, isMeshScoped, keyOf, type CertificateAuthority, type Credential, type Dataplane, type DataplaneTls, type Mesh, type Resource, type Valid } from '../mesh/index.js';
+import { isCredential, isMeshScoped, keyOf, policyId, type CertificateAuthority, type Credential, type Dataplane, type DataplaneTls, type Mesh, type Resource, type Valid } from '../mesh/index.js';
+import { isPolicyType, type Policy } from '../policies/index.js';
 import { keyIdOf } from './write-plan.js';
 import { asSeq, type Checkpoint, type MeshState, type Projection, type ResourceEvent, type Seq, type Stored } from './types.js';
 import type { ResourceKey } from '../mesh/index.js';
@@ -32,7 +33,10 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
       if (resource.type === 'Mesh') batch.putMesh(storedOf(resource, event));
       else if (resource.type === 'Dataplane') batch.putDataplane(storedOf(resource, event));
       else if (resource.type === 'DataplaneTls') batch.putMember('tls', storedOf(resource, event));
+      else if (isPolicy(resource)) batch.putPolicy(storedOf(resource, event));
       else batch.putCredential(storedOf(resource, event));
+    } else if (isPolicyType(event.key.type)) {
+      batch.deletePolicy(event.key.mesh, policyId(event.key.type, event.key.name));
     } else if (event.key.type === 'DataplaneTls') {
       batch.deleteMember('tls', event.key.mesh, event.key.name);
     } else if (event.key.type !== 'Mesh' && event.key.type !== 'Dataplane') {
@@ -54,6 +58,7 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
 export function projectionOf(checkpoint: Checkpoint): Projection {
   const meshes = new Map<string, WritableMeshState>();
   const credentials = new Map<string, Stored<Credential>>();
+  const policies = new Map<string, Map<string, Stored<Policy>>>();
   for (const stored of checkpoint.resources) {
     if (stored.resource.type === 'Mesh') {
       meshes.set(stored.resource.name, { mesh: stored as Stored<Mesh>, dataplanes: new Map(), authorities: new Map(), tls: new Map() });
@@ -63,11 +68,17 @@ export function projectionOf(checkpoint: Checkpoint): Projection {
     const { resource } = stored;
     if (resource.type === 'Dataplane') meshes.get(resource.mesh)?.dataplanes.set(resource.name, stored as Stored<Dataplane>);
     else if (resource.type === 'DataplaneTls') meshes.get(resource.mesh)?.tls.set(resource.name, stored as Stored<DataplaneTls>);
-    else if (isCredential(resource) && (!('mesh' in resource) || meshes.has(resource.mesh))) {
+    else if (isPolicy(resource) && meshes.has(resource.mesh)) {
+      let ofMesh = policies.get(resource.mesh);
+      if (ofMesh === undefined) policies.set(resource.mesh, (ofMesh = new Map()));
+      ofMesh.set(policyId(resource.type, resource.name), stored as Stored<Policy>);
+    } else if (isCredential(resource) && (!('mesh' in resource) || meshes.has(resource.mesh))) {
       credentials.set(keyIdOf(keyOf(resource)), stored as Stored<Credential>);
       if (resource.type === 'CertificateAuthority') meshes.get(resource.mesh)!.authorities.set(resource.name, stored as Stored<CertificateAuthority>);
     }
   }
+  // As `applyEvents` leaves it: a mesh without policies has no `policies`.
+  for (const [name, ofMesh] of policies) meshes.set(name, { ...meshes.get(name)!, policies: ofMesh });
   return { revision: checkpoint.seq, meshes, credentials };
 }
 
@@ -78,6 +89,7 @@ export function checkpointOf(projection: Projection): Checkpoint {
     resources.push(state.mesh);
     for (const dataplane of state.dataplanes.values()) resources.push(dataplane);
     for (const status of state.tls.values()) resources.push(status);
+    for (const policy of state.policies?.values() ?? []) resources.push(policy);
   }
   resources.push(...projection.credentials.values());
   return { seq: projection.revision, resources };
@@ -88,7 +100,13 @@ export function storedOf<T extends Resource>(resource: Valid<T>, event: Resource
   return { resource, version: event.version, seq: event.seq, updatedAt: event.at };
 }
 
-type WritableMeshState = { -readonly [K in keyof MeshState]: MeshState[K] extends ReadonlyMap<infer K2, infer V> ? Map<K2, V> : MeshState[K] };
+interface WritableMeshState {
+  mesh: Stored<Mesh>;
+  dataplanes: Map<string, Stored<Dataplane>>;
+  authorities: Map<string, Stored<CertificateAuthority>>;
+  tls: Map<string, Stored<DataplaneTls>>;
+  policies?: Map<string, Stored<Policy>>;
+}
 
 /** The maps of a mesh's members other than its dataplanes, each copied on its first change. */
 type MemberMaps = Pick<MeshState, 'authorities' | 'tls'>;
@@ -108,10 +126,13 @@ interface Draft {
   mesh: Stored<Mesh>;
   readonly shared: ReadonlyMap<string, Stored<Dataplane>>;
   copied: Map<string, Stored<Dataplane>> | undefined;
+  readonly sharedPolicies: ReadonlyMap<string, Stored<Policy>>;
+  copiedPolicies: Map<string, Stored<Policy>> | undefined;
   readonly members: { authorities?: Map<string, Stored<CertificateAuthority>>; tls?: Map<string, Stored<DataplaneTls>> };
 }
 
 const NO_MEMBERS: MemberMaps = Object.freeze({ authorities: new Map(), tls: new Map() });
+const NO_POLICIES: ReadonlyMap<string, Stored<Policy>> = new Map();
 
 /** The copy-on-write state of one `applyEvents` call. */
 class Batch {
@@ -128,7 +149,9 @@ class Batch {
 
   putMesh(mesh: Stored<Mesh>): void {
     const draft = this.#draft(mesh.resource.name);
-    if (draft === undefined) this.#drafts.set(mesh.resource.name, { origin: undefined, mesh, shared: new Map(), copied: undefined, members: {} });
+    if (draft === undefined) {
+      this.#drafts.set(mesh.resource.name, { origin: undefined, mesh, shared: new Map(), copied: undefined, sharedPolicies: NO_POLICIES, copiedPolicies: undefined, members: {} });
+    }
     else draft.mesh = mesh;
   }
 
@@ -153,6 +176,16 @@ class Batch {
     const id = keyIdOf(key);
     if ((this.#credentials ?? this.#base.credentials).has(id)) this.#writableCredentials().delete(id);
     if (key.type === 'CertificateAuthority') this.deleteMember('authorities', key.mesh, key.name);
+  }
+
+  putPolicy(policy: Stored<Policy>): void {
+    const draft = this.#draft(policy.resource.mesh);
+    if (draft !== undefined) writablePolicies(draft).set(policyId(policy.resource.type, policy.resource.name), policy);
+  }
+
+  deletePolicy(mesh: string, id: string): void {
+    const draft = this.#draft(mesh);
+    if (draft !== undefined && (draft.copiedPolicies ?? draft.sharedPolicies).has(id)) writablePolicies(draft).delete(id);
   }
 
   putMember<M extends Members>(members: M, stored: MemberOf[M]): void {
@@ -180,12 +213,15 @@ class Batch {
     for (const [name, draft] of this.#drafts) {
       const { members } = draft;
       // A mesh the batch only looked at keeps its object: consumers memoise on identity.
-      if (draft.copied === undefined && members.authorities === undefined && members.tls === undefined && draft.mesh === draft.origin?.mesh) continue;
+      const unchanged = draft.copied === undefined && draft.copiedPolicies === undefined && members.authorities === undefined && members.tls === undefined;
+      if (unchanged && draft.mesh === draft.origin?.mesh) continue;
+      const policies = draft.copiedPolicies ?? draft.sharedPolicies;
       this.#writableMeshes().set(name, {
         mesh: draft.mesh,
         dataplanes: draft.copied ?? draft.shared,
         authorities: membersOf(draft, 'authorities'),
         tls: membersOf(draft, 'tls'),
+        ...(policies.size > 0 && { policies }),
       });
     }
     return {
@@ -202,7 +238,7 @@ class Batch {
     if (draft === undefined) {
       const origin = (this.#meshes ?? this.#base.meshes).get(name);
       if (origin === undefined) return undefined;
-      draft = { origin, mesh: origin.mesh, shared: origin.dataplanes, copied: undefined, members: {} };
+      draft = { origin, mesh: origin.mesh, shared: origin.dataplanes, copied: undefined, sharedPolicies: origin.policies ?? NO_POLICIES, copiedPolicies: undefined, members: {} };
       this.#drafts.set(name, draft);
     }
     return draft;
@@ -227,4 +263,12 @@ function membersOf<M extends Members>(draft: Draft, members: M): MemberMaps[M] {
 
 function writableMembers<M extends Members>(draft: Draft, members: M): Map<string, MemberOf[M]> {
   return (draft.members[members] ??= new Map(membersOf(draft, members) as ReadonlyMap<string, never>)) as Map<string, MemberOf[M]>;
+}
+
+function writablePolicies(draft: Draft): Map<string, Stored<Policy>> {
+  return (draft.copiedPolicies ??= new Map(draft.sharedPolicies));
+}
+
+function isPolicy(resource: Resource): resource is Valid<Policy> {
+  return isPolicyType(resource.type);
 }

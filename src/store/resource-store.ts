@@ -1,5 +1,6 @@
 import { interval, type Observable, type Subscription } from 'rxjs';
-import { DEFAULT_MESH, isDnsLabel, keyOf, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
+import { isPolicyType } from '../policies/index.js';
+import { DEFAULT_MESH, isDnsLabel, keyOf, policyId, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
 import { keyIdOf } from './write-plan.js';
 import { ChangeFeed } from './change-feed.js';
 import { describeKey } from './describe-key.js';
@@ -21,6 +22,7 @@ import {
   type MeshState,
   type OfType,
   type Projection,
+  type PutWrite,
   type ResourceEvent,
   type ResourceStore,
   type Retention,
@@ -165,6 +167,18 @@ class EventSourcedStore implements ResourceStore {
     return storedOf(resource, event);
   }
 
+  async putAll(writes: readonly PutWrite[], options: Pick<WriteOptions, 'caller'> = {}): Promise<Stored<Resource>[]> {
+    this.#assertRunning(`writing ${writes.length} resources`);
+    const events = await this.#log.append(
+      writes.map(({ resource, expected }) => ({ kind: 'upserted', resource, expected })),
+      this.#authorFor(options),
+    );
+    await this.#applied(events);
+    // A bug in a backend, not an outcome: append resolves with one event per write.
+    if (events.length !== writes.length) throw new Error(`the event log appended ${events.length} events for ${writes.length} writes`);
+    return writes.map(({ resource }, index) => storedOf(resource, events[index]!));
+  }
+
   async delete(key: ResourceKey, options: WriteOptions = {}): Promise<void> {
     this.#assertRunning(`deleting ${describeKey(key)}`);
     const { expected } = options;
@@ -184,6 +198,7 @@ class EventSourcedStore implements ResourceStore {
     if (key.type === 'Mesh') return meshes.get(key.name)?.mesh;
     if (key.type === 'Dataplane') return meshes.get(key.mesh)?.dataplanes.get(key.name);
     if (key.type === 'DataplaneTls') return meshes.get(key.mesh)?.tls.get(key.name);
+    if (isPolicyType(key.type)) return meshes.get(key.mesh)?.policies?.get(policyId(key.type, key.name));
     return credentials.get(keyIdOf(key));
   }
 
@@ -193,6 +208,11 @@ class EventSourcedStore implements ResourceStore {
       const state = mesh === undefined ? undefined : meshes.get(mesh);
       const all = mesh === undefined ? [...meshes.values()].flatMap((each) => [...each.tls.values()]) : [...(state?.tls.values() ?? [])];
       return byName(new Map(all.map((stored) => [keyIdOf(keyOf(stored.resource)), stored]))) as Stored<OfType<T>>[];
+    }
+    if (isPolicyType(type)) {
+      const states = mesh === undefined ? byName(meshes) : [meshes.get(mesh)].filter((state) => state !== undefined);
+      const listed = states.flatMap((state) => byName(new Map([...(state.policies ?? [])].filter(([, stored]) => stored.resource.type === type))));
+      return listed as Stored<OfType<T>>[];
     }
     if (type !== 'Mesh' && type !== 'Dataplane') {
       const matching = [...credentials.values()].filter(({ resource }) => resource.type === type && (mesh === undefined || keyOf(resource).mesh === mesh));
@@ -267,7 +287,7 @@ class EventSourcedStore implements ResourceStore {
 
   async #createDefaultMesh(): Promise<void> {
     // DESIGN §6: `default` exists on a fresh store, open to any dataplane so the walk-through
-    // works on loopback (README "Securing Chancery" makes it require tokens).
+    // works on loopback (docs/security.md, "Securing Chancery", shows a mesh requiring tokens).
     const mesh = { type: 'Mesh', name: DEFAULT_MESH, dataplaneAuth: 'none' } as Valid<Mesh>;
     try {
       await this.#applied(await this.#log.append([{ kind: 'upserted', resource: mesh, expected: 'absent' }], this.#author));

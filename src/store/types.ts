@@ -1,5 +1,6 @@
 import type { Observable } from 'rxjs';
 import type { CertificateAuthority, Credential, Dataplane, DataplaneTls, GenerationInput, Held, Mesh, MeshResources, Resource, ResourceKey, ResourceType, Valid } from '../mesh/index.js';
+import type { Policy } from '../policies/index.js';
 import type { StoreUnavailableError } from './errors.js';
 import type { SessionRecords } from './session-records.js';
 
@@ -140,6 +141,7 @@ export interface MeshState extends MeshResources {
   readonly authorities: ReadonlyMap<string, Stored<CertificateAuthority>>;
   /** The mesh's DataplaneTls statuses, by dataplane name: only here. */
   readonly tls: ReadonlyMap<string, Stored<DataplaneTls>>;
+  readonly policies?: ReadonlyMap<string, Stored<Policy>>;
 }
 
 /** The current resources: the fold of the event log up to `revision`. Immutable. */
@@ -153,6 +155,12 @@ export interface Projection extends GenerationInput {
    * meshes, so a key rotation leaves every mesh's object, and the generator's work, alone.
    */
   readonly credentials: ReadonlyMap<string, Stored<Credential>>;
+}
+
+/** One resource of `ResourceStore.putAll`, with the version its writer read, if any. */
+export interface PutWrite {
+  readonly resource: Valid<Resource>;
+  readonly expected?: ResourceVersion | 'absent';
 }
 
 export interface WriteOptions {
@@ -199,6 +207,12 @@ export interface ResourceStore {
    * with `MeshNotFoundError` for a Dataplane whose mesh the log does not have.
    */
   put(resource: Valid<Resource>, options?: WriteOptions): Promise<Stored<Resource>>;
+  /**
+   * Creates or replaces several resources in one append: all of them, in order, at one
+   * revision, or none. Rejects, having stored nothing, with the first refusal the log meets
+   * (`VersionConflictError`, `MeshNotFoundError`), whose `key` names the resource.
+   */
+  putAll(writes: readonly PutWrite[], options?: Pick<WriteOptions, 'caller'>): Promise<Stored<Resource>[]>;
   /**
    * Deletes a resource; deleting a Mesh deletes the Dataplanes and keys the log has in it, in
    * the same batch (write-plan.ts), including ones this projection has not read yet.

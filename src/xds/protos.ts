@@ -30,6 +30,8 @@ const files = [
   'envoy/extensions/transport_sockets/tls/v3/secret.proto',
   'envoy/extensions/transport_sockets/tls/v3/tls.proto',
   'envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.proto',
+  // An HTTP/2 or gRPC service's Envoy cluster speaks HTTP/2 upstream (src/mesh/outbound-resources.ts).
+  'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
 ];
 
 let root: protobuf.Root | undefined;

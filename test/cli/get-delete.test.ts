@@ -1,17 +1,9 @@
 import { parseAllDocuments } from 'yaml';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type ApiHarness, dataplaneBody, putJson, startApi } from '../api/api-harness.js';
+import { describe, expect, it } from 'vitest';
+import { apiFor, dataplaneBody, putJson } from '../api/api-harness.js';
 import { runCli } from './cli-harness.js';
 
-let api: ApiHarness;
-beforeEach(async () => {
-  api = await startApi();
-  await putJson(`${api.url}/meshes/default/dataplanes/backend-1`, dataplaneBody('backend-1'));
-  await putJson(`${api.url}/meshes/default/dataplanes/backend-2`, dataplaneBody('backend-2', 10002));
-});
-afterEach(async () => {
-  await api.close();
-});
+const api = apiFor({ dataplanes: [dataplaneBody('backend-1'), dataplaneBody('backend-2', 10002)] });
 
 const cli = (...argv: string[]) => runCli(argv, { env: { CHANCERY_API_ADDRESS: api.address } });
 
@@ -44,7 +36,7 @@ describe('chancery get', () => {
       ['backend-2', 1],
     ]);
     const reapplied = await runCli(['apply', '-f', '-'], { env: { CHANCERY_API_ADDRESS: api.address }, stdin: yaml.stdout });
-    expect(reapplied.stdout).toBe('Dataplane default/backend-1 configured\nDataplane default/backend-2 configured\n');
+    expect(reapplied.stdout).toBe('Dataplane default/backend-1 configured\nDataplane default/backend-2 configured\n2 resources: 0 created, 2 configured, 0 unchanged, 0 refused\n');
   });
 
   it("refuses to re-apply a copy whose version another write has overtaken", async () => {
@@ -58,7 +50,13 @@ describe('chancery get', () => {
   it('exits 1 with the server reason for a resource that does not exist', async () => {
     const { code, stderr } = await cli('get', 'dp', 'backend-9');
     expect(code).toBe(1);
-    expect(stderr).toBe('CHANCERY_STORE_NOT_FOUND (HTTP 404): Dataplane default/backend-9 does not exist\n');
+    expect(stderr).toBe('CHANCERY_STORE_NOT_FOUND (HTTP 404): Dataplane default/backend-9 does not exist\n  field: name\n');
+  });
+
+  it('exits 1 with the field the server names for a name no resource can have', async () => {
+    const { code, stderr } = await cli('get', 'dp', 'Backend_9');
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^CHANCERY_API_INVALID_NAME \(HTTP 400\): name "Backend_9" in the URL path must be a DNS label.*\n  field: name\n$/);
   });
 
   it('says so on stderr when a mesh has no dataplanes', async () => {

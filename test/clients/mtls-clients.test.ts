@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../cli/cli-harness.js';
-import { freePort } from '../envoy/sidecars.js';
+import { freePort } from '../support/ports.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { testPython } from '../support/python.js';
 import { eventually } from '../support/traffic.js';

@@ -5,7 +5,9 @@ import { startHarness, type Harness } from '../support/harness.js';
 import { startHttpBackend } from '../support/http-backend.js';
 import { eventually } from '../support/traffic.js';
 import { enableMtls } from './mtls-support.js';
-import { noWipes, reaches, SERVICE, SidecarMesh, wipeCounters, XDS_MODES, type Backend, type Client } from './sidecars.js';
+import { reaches, SERVICE } from '../support/real-clients/index.js';
+import { SidecarMesh, XDS_MODES, type Backend, type Client, type Sidecar } from '../support/real-clients/sidecar-mesh.js';
+import { freePort } from '../support/ports.js';
 
 // Fails the file at once, naming the install command, on a machine without Envoy.
 envoyBinary();
@@ -45,6 +47,7 @@ describe.each(XDS_MODES)('mTLS changes under continuous traffic over %s', (mode)
     await mesh.put({ type: 'Dataplane', mesh: 'default', name: 'legacy-1', networking: { address: '127.0.0.1', inbound: [{ port: legacy.port, tags: { service: SERVICE } }] } });
     const client: Client = await mesh.addClient('web-1');
     await reaches(client, ['backend-1', 'backend-2', 'legacy-1']);
+    const watch = mesh.watch();
     let stop!: () => void;
     const flowing = client.traffic.during(new Promise<void>((resolve) => (stop = resolve)), 'the mTLS changes', 55_000);
 
@@ -94,7 +97,7 @@ describe.each(XDS_MODES)('mTLS changes under continuous traffic over %s', (mode)
 
     expect(client.traffic.failures).toEqual([]);
     expect(new Set(client.traffic.servedBy.slice(after))).toEqual(new Set(['backend-1', 'backend-2']));
-    expect(await wipeCounters(mesh.sidecars)).toEqual(noWipes(mesh.sidecars));
+    expect(await watch.end()).toEqual([]);
     for (const stat of TLS_ERRORS) expect(await client.envoy.stat(stat), stat).toBe(0);
     for (const backend of backends) expect(backend.app.served).toBeGreaterThan(0);
     await legacy.stop();

@@ -6,7 +6,9 @@ import { startHarness, type Harness } from '../support/harness.js';
 import { startHttpBackend, HttpClient } from '../support/http-backend.js';
 import { Traffic } from '../support/traffic.js';
 import { enableMtls } from './mtls-support.js';
-import { freePort, noWipes, reaches, SERVICE, SidecarMesh, wipeCounters, XDS_MODES, type Sidecar } from './sidecars.js';
+import { reaches, SERVICE } from '../support/real-clients/index.js';
+import { SidecarMesh, XDS_MODES, type Backend, type Client, type Sidecar } from '../support/real-clients/sidecar-mesh.js';
+import { freePort } from '../support/ports.js';
 
 // Fails the file at once, naming the install command, on a machine without Envoy.
 envoyBinary();
@@ -57,6 +59,7 @@ describe.each(XDS_MODES)('strict mTLS between Envoys over %s', (mode) => {
     const backends = [await mesh.addBackend('backend-1'), await mesh.addBackend('backend-2')];
     const client = await mesh.addClient('web-1');
     await reaches(client, ['backend-1', 'backend-2']);
+    const watch = mesh.watch();
     await client.traffic.calls(20);
     expect(client.traffic.failures).toEqual([]);
 
@@ -98,6 +101,6 @@ describe.each(XDS_MODES)('strict mTLS between Envoys over %s', (mode) => {
     expect(impostorApp.served).toBe(0);
     await impostorApp.stop();
 
-    expect(await wipeCounters(mesh.sidecars)).toEqual(noWipes(mesh.sidecars));
+    expect(await watch.end()).toEqual([]);
   });
 });

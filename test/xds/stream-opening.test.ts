@@ -1,34 +1,17 @@
 import { status } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CLUSTER, LISTENER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
-import { startHarness, type Harness } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 import { BACKEND, callStatus, envoyDataplane, getSession, namesOf, unaryStatus } from './fixtures.js';
 
 // A type Chancery does not serve: the runtime layers of RTDS.
 const RUNTIME = 'type.googleapis.com/envoy.service.runtime.v3.Runtime';
 
-let harness: Harness;
-beforeAll(async () => {
-  harness = await startHarness();
-  await harness.cp.apply(BACKEND);
-  await harness.cp.apply(envoyDataplane('web-1'));
-});
-afterAll(() => harness.stop());
-
-const streams: AdsStream[] = [];
-function open(): AdsStream {
-  const stream = AdsStream.open(harness.xds);
-  streams.push(stream);
-  return stream;
-}
-afterAll(() => {
-  for (const stream of streams) stream.close();
-});
+const harness = harnessFor({ resources: [BACKEND, envoyDataplane('web-1')] }, 'all');
 
 describe('the node is read from the first request only (xDS "node only on the first request")', () => {
   it('serves a stream whose later requests carry no node', async () => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-1' });
     const clusters = await stream.nextResponse();
     stream.ack(clusters);
@@ -40,7 +23,7 @@ describe('the node is read from the first request only (xDS "node only on the fi
   });
 
   it('ends with PERMISSION_DENIED a stream whose later request names another node, sending that node nothing', async () => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
     await stream.nextResponse();
     stream.send({ typeUrl: LISTENER, nodeId: 'default.web-1' });
@@ -53,7 +36,7 @@ describe('the node is read from the first request only (xDS "node only on the fi
   });
 
   it('ends a stream whose first request has no node with INVALID_ARGUMENT saying so', async () => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER });
     const end = await stream.ending();
     expect(end.code).toBe(status.INVALID_ARGUMENT);
@@ -62,7 +45,7 @@ describe('the node is read from the first request only (xDS "node only on the fi
   });
 
   it.each(['nodot', 'Bad.Name', 'default.', 'default.UPPER'])('ends a stream from node id %j with INVALID_ARGUMENT naming the node', async (node) => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: node });
     const end = await stream.ending();
     expect(end.code).toBe(status.INVALID_ARGUMENT);
@@ -71,13 +54,14 @@ describe('the node is read from the first request only (xDS "node only on the fi
     expect(stream.responses).toEqual([]);
     // The refused node leaves no session behind (I3).
     expect(harness.cp.session(node)).toBeUndefined();
-    expect((await getSession(harness, node)).status).toBe(404);
+    // The API refuses the id itself: no session can have it (400 CHANCERY_API_INVALID_NAME).
+    expect((await getSession(harness, node)).status).toBe(400);
   });
 });
 
 describe('an unsupported variant is refused with a gRPC status, never accepted and left silent', () => {
   it('ends a stream whose first request asks for an unsupported type URL, naming it', async () => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: RUNTIME, nodeId: 'default.web-1' });
     const end = await stream.ending();
     expect(end.code).toBe(status.INVALID_ARGUMENT);
@@ -86,7 +70,7 @@ describe('an unsupported variant is refused with a gRPC status, never accepted a
   });
 
   it('ends a serving stream that asks for an unsupported type URL, naming it and the node', async () => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
     await stream.nextResponse();
     stream.send({ typeUrl: RUNTIME, resourceNames: ['cert'] });

@@ -10,14 +10,16 @@ const OPTIONS = { mesh: { type: 'string' }, ...CLIENT_FLAGS } as const;
 
 export const deleteCommand: Command = {
   name: 'delete',
-  summary: 'delete a mesh (with its dataplanes) or a dataplane',
+  summary: 'delete a mesh (with everything in it), a dataplane or a traffic policy',
   help: `Usage: chancery delete TYPE NAME [--mesh MESH]
 
-TYPE is mesh or dataplane (dp). Deleting a mesh deletes its dataplanes with it.
+TYPE is mesh, dataplane (dp) or a policy type (meshhttproute, meshtimeout, meshretry,
+meshcircuitbreaker). Deleting a mesh deletes its dataplanes and policies with it; deleting
+a policy gives the dataplanes it selected their defaults back, in one push.
 
 Options:
   --mesh MESH
-      the mesh of the dataplane [default ${DEFAULT_MESH}]
+      the mesh of the dataplane or policy [default ${DEFAULT_MESH}]
 ${CLIENT_HELP}
 `,
   async run(argv, io) {
