@@ -128,7 +128,12 @@ describe.each(REAL_CLIENTS)('kuma#2171 with its real victims: $name', { timeout:
         if (cut === 4) await mesh.delete('backend-1');
         await eventually(`every node served again on a new stream after cut ${cut}`, () => allServedBy(harness.api, mesh, old), RECONNECT);
       }
-      await reaches(client, ['backend-2', 'backend-3']);
+      // Every node is served again, but the deletion reaches the client's data path only once it
+      // has applied the new endpoints: wait on its own calls for that, never on time.
+      await client.traffic.until('answers from backend-2 and backend-3 only, backend-1 deleted', (recent) => !recent.includes('backend-1') && ['backend-2', 'backend-3'].every((name) => recent.includes(name)), {
+        window: 30,
+        attempts: 2_000,
+      });
     });
 
     // The client came back after every cut, by its own account.
