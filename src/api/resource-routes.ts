@@ -1,10 +1,13 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { resourceJson as messageJson, type Resource, type ResourceKey } from '../mesh/index.js';
-import { asSeq, NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
+import { asSeq, NotFoundError, type ResourceStore, type Stored, type Written } from '../store/index.js';
 import { authorOf } from './access.js';
 import { deletePrecondition, etagOf, putPrecondition } from './preconditions.js';
 import { integer, onlyKnown, type Query } from './query-params.js';
 import { resourceFromBody } from './resource-from-body.js';
+
+/** The headers a write is answered with, beside its status. */
+export const WRITE_HEADERS = { outcome: 'chancery-outcome', revision: 'chancery-revision' } as const;
 
 interface MeshParams {
   readonly mesh: string;
@@ -52,20 +55,28 @@ function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: Reso
     const key = keyOf(request.params as TParams);
     const { resource, version } = resourceFromBody(request.body, key);
     const expected = putPrecondition(request.headers, version);
-    // Reported, not enforced: a create racing this one may make both answer 201.
-    const created = store.get(key) === undefined;
-    const stored = await store.put(resource, { expected, caller: authorOf(request) });
-    request.log.info({ key, version: stored.version, seq: stored.seq, created }, 'resource written');
-    return sendResource(reply.code(created ? 201 : 200), stored);
+    const written = await store.write([{ kind: 'upserted', resource, expected }], { caller: authorOf(request) });
+    const { outcome, stored } = written.items[0]!;
+    request.log.info({ key, version: stored!.version, seq: stored!.seq, outcome }, 'resource written');
+    // 201 is reported, not enforced: a create racing this one may make both answer it.
+    return sendResource(withOutcome(reply.code(outcome === 'created' ? 201 : 200), written), stored!);
   });
 
   app.delete(url, async (request, reply) => {
     const key = keyOf(request.params as TParams);
     const expected = deletePrecondition(request.headers);
-    await store.delete(key, { expected, caller: authorOf(request) });
-    request.log.info({ key }, 'resource deleted');
-    return reply.code(204).send();
+    const written = await store.write([{ kind: 'deleted', key, expected }], { caller: authorOf(request) });
+    request.log.info({ key, seq: written.revision }, 'resource deleted');
+    return withOutcome(reply.code(204), written).send();
   });
+}
+
+/**
+ * Every write answers what it did and the store revision it reached (DESIGN §7): `unchanged`
+ * appended nothing, and its revision is the store's as it answered.
+ */
+function withOutcome(reply: FastifyReply, written: Written): FastifyReply {
+  return reply.header(WRITE_HEADERS.outcome, written.items[0]!.outcome).header(WRITE_HEADERS.revision, String(written.revision));
 }
 
 /** A stored resource as the API answers it: the JSON mapping of its chancery.v1 message, with its version (proto/). */

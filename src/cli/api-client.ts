@@ -9,6 +9,8 @@ export interface ApiAnswer {
   readonly status: number;
   /** Parsed JSON; undefined for 204. */
   readonly body: unknown;
+  /** Response headers, by lower-case name (a repeated one joined with `, `). */
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 /** How the client reaches and proves itself to the API. */
@@ -43,9 +45,9 @@ export class ApiClient {
    * `UnexpectedResponseError` for anything that is not the API's JSON.
    */
   async request(method: Method, path: string, body?: unknown): Promise<ApiAnswer> {
-    const { status, text } = await this.#send(method, path, body, {});
+    const { status, text, headers } = await this.#send(method, path, body, {});
     const parsed = text === '' ? undefined : parseJson(text);
-    if (ok(status) && (parsed !== undefined || status === 204)) return { status, body: parsed };
+    if (ok(status) && (parsed !== undefined || status === 204)) return { status, body: parsed, headers };
     throw this.#refusal(status, text, parsed);
   }
 
@@ -56,7 +58,12 @@ export class ApiClient {
     throw this.#refusal(status, text, parseJson(text));
   }
 
-  #send(method: Method, path: string, body: unknown, extra: Readonly<Record<string, string>>): Promise<{ status: number; text: string }> {
+  #send(
+    method: Method,
+    path: string,
+    body: unknown,
+    extra: Readonly<Record<string, string>>,
+  ): Promise<{ status: number; text: string; headers: Record<string, string> }> {
     const { address, token, ca, cert, key } = this.#connection;
     const colon = address.lastIndexOf(':');
     const headers: Record<string, string> = { ...extra, ...(token !== undefined && { authorization: `Bearer ${token}` }) };
@@ -75,7 +82,9 @@ export class ApiClient {
       const answer = (response: IncomingMessage) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString(), headers: headersOf(response) }),
+        );
         response.on('error', (error) => reject(new ApiUnreachableError(address, error.message, { cause: error })));
       };
       const sent = ca ? httpsRequest(options, answer) : httpRequest(options, answer);
@@ -89,6 +98,14 @@ export class ApiClient {
     if (!ok(status) && isRejection(parsed)) return new ApiRejectedError(status, parsed);
     return new UnexpectedResponseError(this.address, status, text);
   }
+}
+
+function headersOf(response: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
 }
 
 function ok(status: number): boolean {

@@ -47,4 +47,8 @@ export {
   type StoreSizes,
   type Write,
   type WriteOptions,
+  type WriteOutcome,
+  type Written,
+  type WrittenItem,
 } from './types.js';
+export { sameResource } from './same-resource.js';

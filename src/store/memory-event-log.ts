@@ -63,7 +63,7 @@ export class MemoryEventLog implements EventLog {
       events.push(event);
     }
     for (const [id, head] of plan.heads) this.#keys.set(id, head);
-    this.#wakeups.next();
+    if (events.length > 0) this.#wakeups.next();
     return events;
   }
 

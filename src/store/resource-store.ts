@@ -1,6 +1,7 @@
 import { interval, type Observable, type Subscription } from 'rxjs';
 import { DEFAULT_MESH, isDnsLabel, keyOf, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
-import { keyIdOf } from './write-plan.js';
+import { keyIdOf, keyOfWrite } from './write-plan.js';
+import { sameResource } from './same-resource.js';
 import { ChangeFeed } from './change-feed.js';
 import { describeKey } from './describe-key.js';
 import { checkRetention, compact, type Compaction } from './compaction.js';
@@ -27,7 +28,10 @@ import {
   type Seq,
   type Stored,
   type StoreSizes,
+  type Write,
   type WriteOptions,
+  type Written,
+  type WrittenItem,
 } from './types.js';
 
 export interface ResourceStoreOptions {
@@ -153,22 +157,49 @@ class EventSourcedStore implements ResourceStore {
     if (this.#ownsLog) await this.#log.close();
   }
 
-  async put(resource: Valid<Resource>, options: WriteOptions = {}): Promise<Stored<Resource>> {
-    this.#assertRunning(`writing ${describeKey(keyOf(resource))}`);
+  async write(writes: readonly Write[], options: Pick<WriteOptions, 'caller'> = {}): Promise<Written> {
+    this.#assertRunning(`writing ${writes.length} resources`);
+    const keys = writes.map(keyOfWrite);
+    const ids = new Set(keys.map(keyIdOf));
+    // A bug in the caller: outcomes are told apart by key (the API refuses a change naming one twice).
+    if (ids.size !== keys.length) throw new Error('a write names one resource twice');
+    for (const [i, write] of writes.entries()) if (write.kind === 'deleted' && !couldExist(keys[i]!)) throw new NotFoundError(keys[i]!);
+    const before = keys.map((key) => this.get(key));
+    const planned = writes.map((write, i): Write => {
+      if (write.kind === 'deleted') return write;
+      const current = before[i];
+      const identicalTo = current !== undefined && sameResource(current.resource, write.resource) ? current.version : undefined;
+      return { kind: 'upserted', resource: write.resource, expected: write.expected, ...(identicalTo !== undefined && { identicalTo }) };
+    });
     // A Dataplane whose mesh is not live in the log is refused by the log (MeshNotFoundError),
     // which knows of meshes another instance created that this projection has not read yet.
-    const events = await this.#log.append([{ kind: 'upserted', resource, expected: options.expected }], this.#authorFor(options));
+    // A Mesh's dataplanes are deleted with it by the log, in the same batch (write-plan.ts).
+    const events = await this.#log.append(planned, this.#authorFor(options));
     await this.#applied(events);
-    const [event] = events;
-    // A bug in a backend, not an outcome: append resolves with one event per write.
-    if (event === undefined) throw new Error(`the event log appended no event for ${describeKey(keyOf(resource))}`);
-    return storedOf(resource, event);
+    const upserts = new Map<string, ResourceEvent>();
+    for (const event of events) if (event.kind === 'upserted') upserts.set(keyIdOf(event.key), event);
+    const items = writes.map((write, i): WrittenItem => {
+      const key = keys[i]!;
+      if (write.kind === 'deleted') return { key, outcome: 'deleted' };
+      const event = upserts.get(keyIdOf(key));
+      // No event: the log found it identical to the version the projection held (identicalTo).
+      if (event === undefined) return { key, outcome: 'unchanged', stored: before[i]! };
+      return { key, outcome: before[i] === undefined ? 'created' : 'configured', stored: storedOf(write.resource, event) };
+    });
+    const first = events[0];
+    const revision = events.at(-1)?.seq ?? this.projection.revision;
+    return { from: first === undefined ? revision : asSeq(first.seq - 1), revision, items, events };
+  }
+
+  async put(resource: Valid<Resource>, options: WriteOptions = {}): Promise<Stored<Resource>> {
+    this.#assertRunning(`writing ${describeKey(keyOf(resource))}`);
+    const { items } = await this.write([{ kind: 'upserted', resource, expected: options.expected }], options);
+    return items[0]!.stored!;
   }
 
   async delete(key: ResourceKey, options: WriteOptions = {}): Promise<void> {
     this.#assertRunning(`deleting ${describeKey(key)}`);
     const { expected } = options;
-    if (!couldExist(key)) throw new NotFoundError(key);
     if (expected === 'absent') {
       // "Delete only if absent" can never succeed: say why with the error a delete would give.
       const current = this.get(key);
@@ -176,7 +207,7 @@ class EventSourcedStore implements ResourceStore {
     }
     // A Mesh's dataplanes are deleted with it by the log, in the same batch (write-plan.ts),
     // from the log's own heads: not from this projection, which may lag a concurrent write.
-    await this.#applied(await this.#log.append([{ kind: 'deleted', key, expected }], this.#authorFor(options)));
+    await this.write([{ kind: 'deleted', key, expected }], options);
   }
 
   get(key: ResourceKey): Stored<Resource> | undefined {

@@ -40,9 +40,19 @@ export type ResourceEvent =
 /**
  * A write to append. `expected` is the version the writer read: a number, or `'absent'` for
  * "must not exist yet"; omitted means unconditional.
+ *
+ * `identicalTo` is the version the writer found holding exactly this resource: while the key's
+ * head is still that version, the upsert changes nothing and appends nothing (DESIGN §7: a
+ * write identical to what is stored answers `unchanged`). Checked under the append lock, like
+ * `expected`: a version numbers one content of a key, so the head at it holds this resource.
  */
 export type Write =
-  | { readonly kind: 'upserted'; readonly resource: Valid<Resource>; readonly expected?: ResourceVersion | 'absent' }
+  | {
+      readonly kind: 'upserted';
+      readonly resource: Valid<Resource>;
+      readonly expected?: ResourceVersion | 'absent';
+      readonly identicalTo?: ResourceVersion;
+    }
   | { readonly kind: 'deleted'; readonly key: ResourceKey; readonly expected?: ResourceVersion };
 
 /**
@@ -51,7 +61,8 @@ export type Write =
  */
 export interface EventLog {
   /**
-   * Appends a batch atomically, checking each write's `expected` version against the log.
+   * Appends a batch atomically, checking each write's `expected` version against the log. An
+   * upsert whose `identicalTo` is its key's head appends no event (a batch of only those, none).
    * Rejects with `VersionConflictError` (nothing appended) on a mismatch, with `NotFoundError`
    * (nothing appended) when a write deletes a resource that does not exist, and with
    * `StoreUnavailableError` when the backend cannot be reached. Resolves only once committed.
@@ -157,6 +168,31 @@ export interface WriteOptions {
   readonly caller?: string;
 }
 
+/** What one write did to one resource: `unchanged` appended nothing (DESIGN §7). */
+export type WriteOutcome = 'created' | 'configured' | 'unchanged' | 'deleted';
+
+export interface WrittenItem {
+  readonly key: ResourceKey;
+  /**
+   * `created` when the store did not hold the resource as the write began: reported, not
+   * enforced (a create racing this one may make both say so; `expected: 'absent'` enforces it).
+   */
+  readonly outcome: WriteOutcome;
+  /** What is stored after an upsert: its new version, or, unchanged, the version it already had. */
+  readonly stored?: Stored<Resource>;
+}
+
+/** What `ResourceStore.write` did. */
+export interface Written {
+  /** The revision before the write's first event: what the write followed. */
+  readonly from: Seq;
+  /** The revision once applied: its last event's seq; `from` when it appended nothing. */
+  readonly revision: Seq;
+  /** One per write, in order. */
+  readonly items: readonly WrittenItem[];
+  readonly events: readonly ResourceEvent[];
+}
+
 /** What `ResourceStore.sizes()` counts: neither grows with the sessions served (I3). */
 export interface StoreSizes {
   /** Subscribers to `projections`. */
@@ -191,7 +227,15 @@ export interface ResourceStore {
   /** For tests and diagnostics: who listens to the change feed or waits on a `refresh` now. */
   sizes(): StoreSizes;
   /**
-   * Creates or replaces a resource. Resolves with what was stored once it is committed; rejects
+   * Appends writes as one batch (one author, consecutive revisions, all or none), each upsert
+   * of a resource identical to what the projection holds made conditional on it staying so
+   * (`identicalTo`): such a write is `unchanged` and appends nothing. Keys must be distinct.
+   * Rejects as `put` and `delete` do, before anything is appended.
+   */
+  write(writes: readonly Write[], options?: Pick<WriteOptions, 'caller'>): Promise<Written>;
+  /**
+   * Creates or replaces a resource. Resolves with what was stored once it is committed (or, when
+   * identical to what is stored, with that, appending nothing); rejects
    * with `MeshNotFoundError` for a Dataplane whose mesh the log does not have.
    */
   put(resource: Valid<Resource>, options?: WriteOptions): Promise<Stored<Resource>>;

@@ -69,6 +69,8 @@ export function planWrites(writes: readonly Write[], log: LogState): WritePlan {
     const actual = current?.live === true ? current.version : 'absent';
     if (write.kind === 'deleted' && actual === 'absent') throw new NotFoundError(key);
     if (write.expected !== undefined && write.expected !== actual) throw new VersionConflictError(key, write.expected, actual);
+    // Identical to the head: nothing to append, and the key's version stays (DESIGN §7).
+    if (write.kind === 'upserted' && write.identicalTo !== undefined && write.identicalTo === actual) continue;
     if (write.kind === 'upserted' && isMeshScoped(key.type) && stateOf(keyIdOf(meshKeyOf(key.mesh)))?.live !== true) {
       throw new MeshNotFoundError(key.mesh, key);
     }

@@ -28,11 +28,13 @@ describe('chancery apply', () => {
     expect(names()).toEqual(['payments/gateway-1', 'payments/ledger-1']);
   });
 
-  it('says configured for resources that already existed', async () => {
+  it('says configured for resources it changed, and unchanged for those identical to what is stored', async () => {
     await apply(['-f', fixture('cli-payments.yaml')]);
+    const moved = 'type: Dataplane\nmesh: payments\nname: ledger-1\nnetworking: { address: 10.0.0.9, inbound: [{ port: 10001, tags: { service: ledger } }] }\n';
+    expect((await apply(['-f', '-'], moved)).stdout).toBe('Dataplane payments/ledger-1 configured\n');
     const { code, stdout } = await apply(['-f', fixture('cli-payments.yaml')]);
     expect(code).toBe(0);
-    expect(stdout).toContain('Dataplane payments/ledger-1 configured');
+    expect(stdout).toBe(['Mesh payments unchanged', 'Dataplane payments/ledger-1 configured', 'Dataplane payments/gateway-1 unchanged', ''].join('\n'));
   });
 
   it('applies a JSON array indented with tabs', async () => {

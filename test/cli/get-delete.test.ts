@@ -44,7 +44,7 @@ describe('chancery get', () => {
       ['backend-2', 1],
     ]);
     const reapplied = await runCli(['apply', '-f', '-'], { env: { CHANCERY_API_ADDRESS: api.address }, stdin: yaml.stdout });
-    expect(reapplied.stdout).toBe('Dataplane default/backend-1 configured\nDataplane default/backend-2 configured\n');
+    expect(reapplied.stdout).toBe('Dataplane default/backend-1 unchanged\nDataplane default/backend-2 unchanged\n');
   });
 
   it("refuses to re-apply a copy whose version another write has overtaken", async () => {

@@ -209,6 +209,41 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
       });
     });
 
+    describe('writes identical to the head (identicalTo)', () => {
+      it('appends nothing for an upsert identical to the head, and keeps its version', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        expect(await log.append([{ kind: 'upserted', resource: mesh('m'), identicalTo: v(1), expected: v(1) }], author)).toEqual([]);
+        expect(await readAll()).toHaveLength(1);
+        const [next] = await log.append([{ kind: 'upserted', resource: mesh('m'), expected: v(1) }], author);
+        expect(next!.version).toBe(2);
+      });
+
+      it('appends the upsert once the head moved past the version it was identical to', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        await log.append([{ kind: 'deleted', key: meshKey('m') }], author);
+        const [recreated] = await log.append([{ kind: 'upserted', resource: mesh('m'), identicalTo: v(1) }], author);
+        expect(recreated!.version).toBe(3);
+      });
+
+      it('still checks the expected version of an identical write first', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        const attempt = log.append([{ kind: 'upserted', resource: mesh('m'), identicalTo: v(1), expected: 'absent' }], author);
+        await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_STORE_VERSION_CONFLICT', expected: 'absent', actual: 1 });
+      });
+
+      it('appends the rest of a batch, and only the rest, when one of its writes is identical', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        const events = await log.append(
+          [
+            { kind: 'upserted', resource: mesh('m'), identicalTo: v(1) },
+            { kind: 'upserted', resource: dataplane('m', 'a') },
+          ],
+          author,
+        );
+        expect(events.map((event) => [event.seq, event.key.name, event.version])).toEqual([[2, 'a', 1]]);
+      });
+    });
+
     describe('batches', () => {
       it('appends nothing from a batch in which one write conflicts', async () => {
         await log.append([{ kind: 'upserted', resource: mesh('m') }], author);

@@ -4,6 +4,7 @@ import { atMost, type Command, parseCommandLine } from '../command.js';
 import { ManifestError, UsageError } from '../errors.js';
 import { readManifests } from '../read-manifests.js';
 import { resourcePath } from '../resource-paths.js';
+import { outcomeOf } from '../write-outcome.js';
 import { EXIT, reportError } from '../report-error.js';
 
 const OPTIONS = { filename: { type: 'string', short: 'f', multiple: true }, ...CLIENT_FLAGS } as const;
@@ -19,8 +20,9 @@ Dataplanes, otherwise in file order, one line per resource:
 
   Mesh payments created
   Dataplane payments/ledger-1 configured
+  Dataplane payments/ledger-2 unchanged
 
-A resource the server refuses stops the apply: its code, field and reason are printed,
+A resource identical to what is stored is 'unchanged': nothing is written. A resource the server refuses stops the apply: its code, field and reason are printed,
 the resources after it are listed as not applied, and the exit code is 1. A resource
 carrying a version (as 'chancery get -o yaml' prints it) is only written over that version.
 
@@ -40,8 +42,8 @@ ${CLIENT_HELP}
 
     for (const [index, entry] of entries.entries()) {
       try {
-        const { status } = await client.request('PUT', resourcePath(entry.key), entry.resource);
-        io.stdout.write(`${describeKey(entry.key)} ${status === 201 ? 'created' : 'configured'}\n`);
+        const answer = await client.request('PUT', resourcePath(entry.key), entry.resource);
+        io.stdout.write(`${describeKey(entry.key)} ${outcomeOf(answer)}\n`);
       } catch (error) {
         io.stderr.write(`${describeKey(entry.key)} (${entry.source}) was not applied:\n`);
         const code = reportError(error, io.stderr);
