@@ -5,6 +5,7 @@ import { storedOf } from './projection.js';
 import { MemorySessionRecords } from './session-records.js';
 import {
   asSeq,
+  type AppendOptions,
   type Author,
   type Checkpoint,
   type EventLog,
@@ -47,10 +48,10 @@ export class MemoryEventLog implements EventLog {
     this.sessionRecords = new MemorySessionRecords(this.#now);
   }
 
-  async append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]> {
+  async append(writes: readonly Write[], author: Author, options: AppendOptions = {}): Promise<readonly ResourceEvent[]> {
     this.#assertOpen(`appending ${writes.length} events`);
     // Every write is checked before any is appended, so a conflict leaves the log untouched.
-    const plan = planWrites(writes, { head: (id) => this.#keys.get(id), liveMembers: (mesh) => this.#liveMembers(mesh) });
+    const plan = planWrites(writes, { last: asSeq(this.#head()), head: (id) => this.#keys.get(id), liveMembers: (mesh) => this.#liveMembers(mesh) }, options);
     const at = this.#now().toISOString();
     const events: ResourceEvent[] = [];
     for (const { write, key, version } of plan.events) {

@@ -1,7 +1,7 @@
 import { interval, type Observable, type Subscription } from 'rxjs';
 import { DEFAULT_MESH, isDnsLabel, keyOf, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
-import { keyIdOf, keyOfWrite } from './write-plan.js';
-import { sameResource } from './same-resource.js';
+import { keyIdOf, keyOfWrite, planWrites } from './write-plan.js';
+import { logStateOf, markBatch, outcomesOf, plannedEvents } from './write-batch.js';
 import { ChangeFeed } from './change-feed.js';
 import { describeKey } from './describe-key.js';
 import { checkRetention, compact, type Compaction } from './compaction.js';
@@ -13,7 +13,7 @@ import {
   VersionConflictError,
 } from './errors.js';
 import { MemoryEventLog } from './memory-event-log.js';
-import { storedOf } from './projection.js';
+import { applyEvents, storedIn, withResources, type KeyState } from './projection.js';
 import {
   asSeq,
   type Author,
@@ -28,10 +28,11 @@ import {
   type Seq,
   type Stored,
   type StoreSizes,
+  type PlannedChange,
   type Write,
+  type WriteBatchOptions,
   type WriteOptions,
   type Written,
-  type WrittenItem,
 } from './types.js';
 
 export interface ResourceStoreOptions {
@@ -67,6 +68,8 @@ export interface MemoryStoreOptions extends ResourceStoreOptions {
 const DEFAULT_RESYNC_MS = 5_000;
 const DEFAULT_COMPACTION_MS = 60_000;
 const DEFAULT_PAGE_SIZE = 1_000;
+/** Resources `projectionAt` reads from the log at a time. */
+const READS_AT_ONCE = 32;
 
 /**
  * A store over any event log. It does not close the log: whoever opened the log closes it,
@@ -157,38 +160,32 @@ class EventSourcedStore implements ResourceStore {
     if (this.#ownsLog) await this.#log.close();
   }
 
-  async write(writes: readonly Write[], options: Pick<WriteOptions, 'caller'> = {}): Promise<Written> {
+  async write(writes: readonly Write[], options: WriteBatchOptions = {}): Promise<Written> {
     this.#assertRunning(`writing ${writes.length} resources`);
-    const keys = writes.map(keyOfWrite);
-    const ids = new Set(keys.map(keyIdOf));
-    // A bug in the caller: outcomes are told apart by key (the API refuses a change naming one twice).
-    if (ids.size !== keys.length) throw new Error('a write names one resource twice');
-    for (const [i, write] of writes.entries()) if (write.kind === 'deleted' && !couldExist(keys[i]!)) throw new NotFoundError(keys[i]!);
-    const before = keys.map((key) => this.get(key));
-    const planned = writes.map((write, i): Write => {
-      if (write.kind === 'deleted') return write;
-      const current = before[i];
-      const identicalTo = current !== undefined && sameResource(current.resource, write.resource) ? current.version : undefined;
-      return { kind: 'upserted', resource: write.resource, expected: write.expected, ...(identicalTo !== undefined && { identicalTo }) };
-    });
+    for (const write of writes) if (write.kind === 'deleted' && !couldExist(write.key)) throw new NotFoundError(keyOfWrite(write));
+    const batch = markBatch(writes, this.projection);
     // A Dataplane whose mesh is not live in the log is refused by the log (MeshNotFoundError),
     // which knows of meshes another instance created that this projection has not read yet.
     // A Mesh's dataplanes are deleted with it by the log, in the same batch (write-plan.ts).
-    const events = await this.#log.append(planned, this.#authorFor(options));
+    const atRevision = options.atRevision;
+    const events = await this.#log.append(batch.writes, this.#authorFor(options), atRevision === undefined ? {} : { atRevision });
     await this.#applied(events);
-    const upserts = new Map<string, ResourceEvent>();
-    for (const event of events) if (event.kind === 'upserted') upserts.set(keyIdOf(event.key), event);
-    const items = writes.map((write, i): WrittenItem => {
-      const key = keys[i]!;
-      if (write.kind === 'deleted') return { key, outcome: 'deleted' };
-      const event = upserts.get(keyIdOf(key));
-      // No event: the log found it identical to the version the projection held (identicalTo).
-      if (event === undefined) return { key, outcome: 'unchanged', stored: before[i]! };
-      return { key, outcome: before[i] === undefined ? 'created' : 'configured', stored: storedOf(write.resource, event) };
-    });
     const first = events[0];
     const revision = events.at(-1)?.seq ?? this.projection.revision;
-    return { from: first === undefined ? revision : asSeq(first.seq - 1), revision, items, events };
+    return { from: first === undefined ? revision : asSeq(first.seq - 1), revision, items: outcomesOf(batch, events), events };
+  }
+
+  async plan(writes: readonly Write[], options: Pick<WriteOptions, 'caller'> = {}): Promise<PlannedChange> {
+    this.#assertRunning(`checking ${writes.length} writes`);
+    for (const write of writes) if (write.kind === 'deleted' && !couldExist(write.key)) throw new NotFoundError(keyOfWrite(write));
+    // The revision the write would follow: the log's end, not what this projection last read.
+    const before = await this.refresh();
+    const batch = markBatch(writes, before);
+    // The checks the log would make (versions, missing resources and meshes), on the same plan.
+    const plan = planWrites(batch.writes, logStateOf(before));
+    const at = (this.#options.now ?? (() => new Date()))().toISOString();
+    const events = plannedEvents(plan, before.revision, at, this.#authorFor(options));
+    return { before, after: applyEvents(before, events), items: outcomesOf(batch, events), events };
   }
 
   async put(resource: Valid<Resource>, options: WriteOptions = {}): Promise<Stored<Resource>> {
@@ -211,10 +208,7 @@ class EventSourcedStore implements ResourceStore {
   }
 
   get(key: ResourceKey): Stored<Resource> | undefined {
-    const { meshes, credentials } = this.projection;
-    if (key.type === 'Mesh') return meshes.get(key.name)?.mesh;
-    if (key.type === 'Dataplane') return meshes.get(key.mesh)?.dataplanes.get(key.name);
-    return credentials.get(keyIdOf(key));
+    return storedIn(this.projection, key);
   }
 
   list<T extends ResourceType>(type: T, mesh?: string): readonly Stored<OfType<T>>[] {
@@ -245,6 +239,34 @@ class EventSourcedStore implements ResourceStore {
       if (revision > current) throw new FutureRevisionError(revision, current);
     }
     return couldExist(key) ? this.#log.readAt(key, revision) : undefined;
+  }
+
+  async projectionAt(revision: Seq): Promise<Projection> {
+    this.#assertRunning(`reading the resources at revision ${revision}`);
+    let now = this.projection;
+    if (revision > now.revision) {
+      now = await this.#feed.refresh();
+      if (revision > now.revision) throw new FutureRevisionError(revision, now.revision);
+    }
+    if (revision === now.revision) return now;
+    // The keys written since, each put back as it was: as cheap as the history since `revision`.
+    const touched = new Map<string, ResourceKey>();
+    const pageSize = this.#options.pageSize ?? DEFAULT_PAGE_SIZE;
+    for (let after = revision; after < now.revision; ) {
+      const page = await this.#log.readAfter(after, pageSize);
+      for (const event of page) if (event.seq <= now.revision) touched.set(keyIdOf(event.key), event.key);
+      const last = page.at(-1);
+      if (last === undefined) break;
+      after = last.seq;
+    }
+    const keys = [...touched.values()];
+    const states: KeyState[] = [];
+    for (let i = 0; i < keys.length; i += READS_AT_ONCE) {
+      const chunk = keys.slice(i, i + READS_AT_ONCE);
+      const read = await Promise.all(chunk.map((key) => this.#log.readAt(key, revision)));
+      chunk.forEach((key, j) => states.push({ key, stored: read[j] }));
+    }
+    return withResources(now, revision, states);
   }
 
   readEvents(after: Seq, limit: number): Promise<readonly ResourceEvent[]> {

@@ -9,6 +9,7 @@ import { SqlSessionRecords } from './sql-session-records.js';
 import {
   asResourceVersion,
   asSeq,
+  type AppendOptions,
   type Author,
   type Checkpoint,
   type EventLog,
@@ -143,6 +144,7 @@ const MAX_GROUP_EVENTS = 1_000;
 /** An append waiting for its group's transaction. */
 interface Pending {
   readonly writes: readonly Write[];
+  readonly options: AppendOptions;
   readonly by: Author;
   readonly at: string;
   resolve(events: readonly ResourceEvent[]): void;
@@ -206,12 +208,12 @@ export class SqlEventLog implements EventLog {
     return log;
   }
 
-  async append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]> {
+  async append(writes: readonly Write[], author: Author, options: AppendOptions = {}): Promise<readonly ResourceEvent[]> {
     this.#assertOpen(`appending ${writes.length} events`);
-    if (writes.length === 0) return [];
+    if (writes.length === 0 && options.atRevision === undefined) return [];
     const by: Author = author.caller === undefined ? { instance: author.instance } : { instance: author.instance, caller: author.caller };
     return new Promise((resolve, reject) => {
-      this.#queue.push({ writes, by, at: this.#now().toISOString(), resolve, reject });
+      this.#queue.push({ writes, options, by, at: this.#now().toISOString(), resolve, reject });
       if (!this.#draining) {
         this.#draining = true;
         this.#drained = this.#drain();
@@ -263,8 +265,9 @@ export class SqlEventLog implements EventLog {
         // Each batch is checked as if appended alone, after the accepted ones before it; one
         // that fails (VersionConflictError, NotFoundError, MeshNotFoundError) is left out.
         const plan = planGroup(
-          group.map(({ writes }) => writes),
+          group.map(({ writes, options }) => ({ writes, options })),
           {
+            last: asSeq(Number(row?.['last'] ?? 0)),
             head: (id) => states.get(id) ?? contents.get(id),
             liveMembers: (mesh) => [...contents.values()].filter((head) => isMemberOf(head.key, mesh)),
           },

@@ -59,18 +59,28 @@ export type Write =
  * The append-only event log every store backend implements (memory, PGlite, Postgres).
  * A batch is atomic: all its events are appended, or none and the promise rejects.
  */
+/** How a batch is appended. */
+export interface AppendOptions {
+  /**
+   * Append only if the log's last seq is still this: the batch lands exactly on the state it was
+   * checked against, or not at all (`RevisionMovedError`).
+   */
+  readonly atRevision?: Seq;
+}
+
 export interface EventLog {
   /**
    * Appends a batch atomically, checking each write's `expected` version against the log. An
    * upsert whose `identicalTo` is its key's head appends no event (a batch of only those, none).
    * Rejects with `VersionConflictError` (nothing appended) on a mismatch, with `NotFoundError`
-   * (nothing appended) when a write deletes a resource that does not exist, and with
+   * (nothing appended) when a write deletes a resource that does not exist, with
+   * `RevisionMovedError` when `options.atRevision` is not the log's last seq, and with
    * `StoreUnavailableError` when the backend cannot be reached. Resolves only once committed.
    *
    * A key's versions count its events: 1 on create, +1 on each upsert, and a delete records
    * the deleted version + 1; a re-created key carries on from there, so versions never repeat.
    */
-  append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]>;
+  append(writes: readonly Write[], author: Author, options?: AppendOptions): Promise<readonly ResourceEvent[]>;
   /**
    * Events with `seq > after`, in sequence order, at most `limit`. Rejects with
    * `RevisionCompactedError` when `after` is older than the checkpoint: some of those events
@@ -193,6 +203,22 @@ export interface Written {
   readonly events: readonly ResourceEvent[];
 }
 
+/** How `ResourceStore.write` appends a batch. */
+export interface WriteBatchOptions extends Pick<WriteOptions, 'caller'>, AppendOptions {}
+
+/**
+ * What a batch would do, not appended (a dry run): the projection it would follow (the log's
+ * end when planned) and the one it would make, with each write's outcome.
+ */
+export interface PlannedChange {
+  readonly before: Projection;
+  readonly after: Projection;
+  /** One per write, in order; a re-created resource's version is the log's to number, and may differ. */
+  readonly items: readonly WrittenItem[];
+  /** The events it would append, numbered after `before.revision`. */
+  readonly events: readonly ResourceEvent[];
+}
+
 /** What `ResourceStore.sizes()` counts: neither grows with the sessions served (I3). */
 export interface StoreSizes {
   /** Subscribers to `projections`. */
@@ -232,7 +258,12 @@ export interface ResourceStore {
    * (`identicalTo`): such a write is `unchanged` and appends nothing. Keys must be distinct.
    * Rejects as `put` and `delete` do, before anything is appended.
    */
-  write(writes: readonly Write[], options?: Pick<WriteOptions, 'caller'>): Promise<Written>;
+  write(writes: readonly Write[], options?: WriteBatchOptions): Promise<Written>;
+  /**
+   * What `write` would do, appending nothing: the store reads the log to its end, then checks the
+   * batch as the log would (rejecting as `write` does) and folds it into a copy of the projection.
+   */
+  plan(writes: readonly Write[], options?: Pick<WriteOptions, 'caller'>): Promise<PlannedChange>;
   /**
    * Creates or replaces a resource. Resolves with what was stored once it is committed (or, when
    * identical to what is stored, with that, appending nothing); rejects
@@ -253,6 +284,13 @@ export interface ResourceStore {
    * `FutureRevisionError` for one the log has not reached.
    */
   getAt(key: ResourceKey, revision: Seq): Promise<Stored<Resource> | undefined>;
+  /**
+   * The resources as they were at `revision`: this projection with every key written since put
+   * back as it was (its cost grows with the history since, not with the store). Rejects with
+   * `RevisionCompactedError` for a revision older than the retained history, and with
+   * `FutureRevisionError` for one the log has not reached.
+   */
+  projectionAt(revision: Seq): Promise<Projection>;
   /** The log after `after` (audit, tools); `RevisionCompactedError` when `after` was compacted. */
   readEvents(after: Seq, limit: number): Promise<readonly ResourceEvent[]>;
   /** One resource's retained events after `after`, and the horizon of the history. */

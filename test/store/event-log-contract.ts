@@ -244,6 +244,27 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
       });
     });
 
+    describe('appending at a revision (atRevision)', () => {
+      it('appends a batch at the revision the log is at, and refuses it once the log moved, appending nothing', async () => {
+        const [first] = await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        const [second] = await log.append([{ kind: 'upserted', resource: mesh('n') }], author, { atRevision: first!.seq });
+        expect(second!.seq).toBe(first!.seq + 1);
+        const attempt = log.append([{ kind: 'upserted', resource: mesh('o') }], author, { atRevision: first!.seq });
+        await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_STORE_REVISION_MOVED', expected: first!.seq, actual: second!.seq });
+        expect(await readAll()).toHaveLength(2);
+      });
+
+      it('refuses the second of two batches checked at the same revision when they are appended together', async () => {
+        const [first] = await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        const results = await Promise.allSettled([
+          log.append([{ kind: 'upserted', resource: mesh('a') }], author, { atRevision: first!.seq }),
+          log.append([{ kind: 'upserted', resource: mesh('b') }], author, { atRevision: first!.seq }),
+        ]);
+        expect(results.map((result) => result.status).sort()).toEqual(['fulfilled', 'rejected']);
+        expect(await readAll()).toHaveLength(2);
+      });
+    });
+
     describe('batches', () => {
       it('appends nothing from a batch in which one write conflicts', async () => {
         await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
