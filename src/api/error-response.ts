@@ -7,6 +7,7 @@ import type {
   MeshNotFoundError,
   NotFoundError,
   RevisionCompactedError,
+  RevisionMovedError,
   StoreRejectedWriteError,
   StoreUnavailableError,
   VersionConflictError,
@@ -28,6 +29,7 @@ type HandledError =
   | NotFoundError
   | MeshNotFoundError
   | RevisionCompactedError
+  | RevisionMovedError
   | FutureRevisionError
   | StoreRejectedWriteError
   | StoreUnavailableError
@@ -66,6 +68,7 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_STORE_MESH_NOT_FOUND: 404,
   CHANCERY_STORE_VERSION_CONFLICT: 409,
   CHANCERY_STORE_REVISION_COMPACTED: 410,
+  CHANCERY_STORE_REVISION_MOVED: 409,
   CHANCERY_STORE_FUTURE_REVISION: 400,
   CHANCERY_STORE_REJECTED_WRITE: 500,
   CHANCERY_STORE_UNAVAILABLE: 503,
