@@ -23,6 +23,12 @@ export type ApiAccess =
 /** Probes, scrapes and the UI's static files: open to anyone (README "Securing Chancery"). */
 const OPEN_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/:file']);
 
+/**
+ * Write routes whose meshes are in the body or the query, not the path: a writer passes the gate,
+ * and the route checks each mesh it would write with `checkMeshes`.
+ */
+const MESHES_CHECKED_BY_ROUTE = new Set(['/changes', '/revisions/:revision/revert']);
+
 /** Routes only an admin may call, whatever the method: callers and the keys that sign tokens. */
 const ADMIN_ROUTES = [/^\/api-tokens/, /^\/meshes\/:mesh\/signing-keys/];
 
@@ -60,10 +66,25 @@ export function refusalOf(caller: ApiCaller, method: string, route: string | und
   if (adminOnly) return 'only an admin may manage API tokens and signing keys';
   if (method === 'GET' || method === 'HEAD') return undefined;
   if (caller.role === 'reader') return 'a reader may only read';
+  if (route !== undefined && MESHES_CHECKED_BY_ROUTE.has(route)) return undefined;
   if (mesh === undefined || !caller.meshes.includes(mesh)) {
     return `a writer may write only its meshes (${caller.meshes.join(', ')})${mesh === undefined ? '' : `, not ${mesh}`}`;
   }
   return undefined;
+}
+
+/**
+ * Refuses (403) a write a writer's token does not cover: one of `meshes` is not its. The check
+ * of routes whose meshes the gate cannot see (`MESHES_CHECKED_BY_ROUTE`); `undefined` stands
+ * for "every mesh" (a revert of the whole store), which only an admin may write.
+ */
+export function checkMeshes(request: FastifyRequest, meshes: Iterable<string> | undefined): void {
+  const { caller } = request;
+  if (caller === undefined || caller.role === 'admin') return;
+  const outside = meshes === undefined ? undefined : [...meshes].find((mesh) => !caller.meshes.includes(mesh));
+  if (meshes !== undefined && outside === undefined) return;
+  const not = outside === undefined ? ', not every mesh' : `, not ${outside}`;
+  throw new ForbiddenError(caller, `a writer may write only its meshes (${caller.meshes.join(', ')})${not}`);
 }
 
 /** Who the caller is as the event log records it: its token's name, or its address without tokens. */

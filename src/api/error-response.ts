@@ -1,6 +1,7 @@
 import { ChanceryError } from '../chancery-error.js';
 import { clip } from '../excerpt.js';
 import type { ValidationIssue } from '../mesh/index.js';
+import type { ChangeWarning, WarningsRefusedError } from '../changes/index.js';
 import type { InvalidIdentityRequestError, InvalidTokenLifetimeError } from '../identity/index.js';
 import type {
   FutureRevisionError,
@@ -34,7 +35,8 @@ type HandledError =
   | StoreRejectedWriteError
   | StoreUnavailableError
   | InvalidTokenLifetimeError
-  | InvalidIdentityRequestError;
+  | InvalidIdentityRequestError
+  | WarningsRefusedError;
 export type ApiErrorCode = HandledError['code'];
 
 /**
@@ -72,6 +74,7 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_STORE_FUTURE_REVISION: 400,
   CHANCERY_STORE_REJECTED_WRITE: 500,
   CHANCERY_STORE_UNAVAILABLE: 503,
+  CHANCERY_CHANGES_WARNINGS: 409,
   CHANCERY_IDENTITY_INVALID_TTL: 400,
   CHANCERY_IDENTITY_INVALID_REQUEST: 400,
 };
@@ -87,6 +90,8 @@ export interface ErrorBody {
   readonly field?: string;
   readonly reason: string;
   readonly issues?: readonly ValidationIssue[];
+  /** A write refused for its warnings (`failOnWarnings`): each of them. */
+  readonly warnings?: readonly ChangeWarning[];
 }
 
 export interface ErrorResponse {
@@ -120,6 +125,7 @@ export function errorResponse(error: unknown, limits: ServerLimits): ErrorRespon
     ...(field !== undefined && { field }),
     reason: handled.message,
     ...('issues' in handled && { issues: handled.issues }),
+    ...('warnings' in handled && { warnings: handled.warnings }),
   };
   const headers: Record<string, string> =
     handled instanceof MethodNotAllowedError

@@ -7,6 +7,7 @@ import { registerAccess, type ApiAccess } from './access.js';
 import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { registerBootstrapRoutes } from './bootstrap-routes.js';
+import { registerChangeRoutes } from './change-routes.js';
 import { answerClientError } from './client-errors.js';
 import { errorResponse, type ServerLimits } from './error-response.js';
 import { MalformedRequestError, MethodNotAllowedError, RouteNotFoundError } from './errors.js';
@@ -109,7 +110,8 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
       ? { status: 'ok' }
       : reply.code(503).send({ status: 'not-ready', reason: 'the store has not caught up with the event log yet' }),
   );
-  registerResourceRoutes(app, backend.store);
+  registerResourceRoutes(app, backend);
+  registerChangeRoutes(app, backend);
   registerHistoryRoutes(app, backend.store);
   registerIdentityRoutes(app, backend);
   registerBootstrapRoutes(app, backend);

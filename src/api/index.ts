@@ -6,3 +6,4 @@ export { EVENTS_PAGE, type EventJson, type EventsPage, type HistoryPage } from '
 export { aggregateMetrics, ControlPlaneMetrics, type ControlPlaneMetricsOptions, type SessionCensus } from './metrics.js';
 export type { FleetSessionHistory, SessionHistory } from './session-history-routes.js';
 export { WRITE_HEADERS } from './resource-routes.js';
+export type { ChangeAnswer } from './change-routes.js';

@@ -56,3 +56,4 @@ export {
   type WrittenItem,
 } from './types.js';
 export { sameResource } from './same-resource.js';
+export { keyOfWrite } from './write-plan.js';

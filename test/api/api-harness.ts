@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { NEVER } from 'rxjs';
 import { type ApiBackend, type ApiServerOptions, createApiServer } from '../../src/api/index.js';
+import { ChangeDesk, fleetFactsOf } from '../../src/changes/index.js';
 import { lastResponseNacked, SESSION_STATES } from '../../src/machines/index.js';
 import type { FleetSession } from '../../src/fleet/fleet-sessions.js';
 import type { SessionView } from '../../src/machines/session-view.js';
@@ -46,10 +47,12 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
       done();
     },
   });
+  const sessions = options.sessions ?? fakeSessions([]);
   const backend: ApiBackend = {
     instanceId: 'test',
     store,
-    sessions: options.sessions ?? fakeSessions([]),
+    changes: new ChangeDesk({ store, facts: async () => fleetFactsOf([...sessions.list(), ...(options.others ?? [])]) }),
+    sessions,
     fleet: {
       others: async (node) => (options.others ?? []).filter((view) => node === undefined || view.node === node),
       instances: async () => [],

@@ -1,0 +1,80 @@
+import { RevisionMovedError, type ResourceStore, type Write, type Written } from '../store/index.js';
+import { WarningsRefusedError } from './errors.js';
+import { impactOf } from './impact.js';
+import type { FleetFacts } from './node-facts.js';
+import { previewAnswer, type NodePage, type PreviewAnswer } from './preview.js';
+import { warningsOf, type ChangeWarning } from './warnings.js';
+
+/** Times a write refused on warnings is checked again when another write landed between its check and its append. */
+const CHECKS = 3;
+
+export interface ChangeDeskOptions {
+  readonly store: ResourceStore;
+  /** The fleet's sessions as facts: this instance's now, the others' as they last saved them. */
+  readonly facts: () => Promise<FleetFacts>;
+}
+
+/** How a write is made. */
+export interface DeskWriteOptions {
+  readonly caller?: string;
+  /** Refuse the write (`WarningsRefusedError`, nothing stored) if it has warnings. */
+  readonly failOnWarnings?: boolean;
+}
+
+/** What a write did, and the consequences it was warned of. */
+export interface DeskWritten {
+  readonly written: Written;
+  readonly warnings: readonly ChangeWarning[];
+}
+
+/**
+ * Where writes are previewed, checked and made (issue 31): a dry run plans the write on the
+ * store without appending it and computes its impact and warnings from the two projections;
+ * a real write is planned first for its warnings, then appended.
+ */
+export class ChangeDesk {
+  readonly #options: ChangeDeskOptions;
+
+  constructor(options: ChangeDeskOptions) {
+    this.#options = options;
+  }
+
+  /** What `writes` would do, appending nothing; rejects as the write would (validation aside, which is the caller's). */
+  async preview(writes: readonly Write[], options: { readonly caller?: string; readonly page: NodePage }): Promise<PreviewAnswer> {
+    const plan = await this.#options.store.plan(writes, { caller: options.caller });
+    const facts = await this.#options.facts();
+    const change = { before: plan.before, after: plan.after, facts };
+    return previewAnswer(plan, impactOf(plan.before, plan.after, facts), warningsOf(change), options.page);
+  }
+
+  /**
+   * Makes the writes, with the warnings of what they did. With `failOnWarnings`, the write is
+   * appended only onto the revision its warnings were checked at (`atRevision`), so what was
+   * checked is what lands; when another write landed first, it is checked again.
+   */
+  async write(writes: readonly Write[], options: DeskWriteOptions = {}): Promise<DeskWritten> {
+    const { store } = this.#options;
+    const { caller, failOnWarnings = false } = options;
+    for (let check = 1; ; check++) {
+      const plan = await store.plan(writes, { caller });
+      const warnings = warningsOf({ before: plan.before, after: plan.after, facts: await this.#options.facts() });
+      if (failOnWarnings && warnings.length > 0) throw new WarningsRefusedError(warnings);
+      let written: Written;
+      try {
+        written = await store.write(writes, { caller, ...(failOnWarnings && { atRevision: plan.before.revision }) });
+      } catch (error) {
+        if (error instanceof RevisionMovedError && check < CHECKS) continue;
+        throw error;
+      }
+      // Another write landed between the plan and the append: warn of what this one really did.
+      if (written.events.length > 0 && written.from !== plan.before.revision) return { written, warnings: await this.#warningsOf(written) };
+      return { written, warnings };
+    }
+  }
+
+  async #warningsOf(written: Written): Promise<ChangeWarning[]> {
+    const { store } = this.#options;
+    const [before, after] = await Promise.all([store.projectionAt(written.from), store.projectionAt(written.revision)]);
+    return warningsOf({ before, after, facts: await this.#options.facts() });
+  }
+}
