@@ -10,7 +10,7 @@ import { resourceFromBody } from './resource-from-body.js';
 import { readWriteQuery, withWarnings } from './write-query.js';
 
 /** The headers a write is answered with, beside its status. */
-export const WRITE_HEADERS = { outcome: 'chancery-outcome', revision: 'chancery-revision' } as const;
+export const WRITE_HEADERS = { outcome: 'chancery-outcome', revision: 'chancery-revision', from: 'chancery-from-revision' } as const;
 
 interface MeshParams {
   readonly mesh: string;
@@ -82,11 +82,15 @@ function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: Reso
 }
 
 /**
- * Every write answers what it did and the store revision it reached (DESIGN §7): `unchanged`
- * appended nothing, and its revision is the store's as it answered.
+ * Every write answers what it did and the store revisions it spans (DESIGN §7): the revision it
+ * followed and the one it reached (`GET /revisions/{R}?since=` follows it across the fleet).
+ * `unchanged` appended nothing: both are the store's revision as it answered.
  */
 function withOutcome(reply: FastifyReply, written: Written): FastifyReply {
-  return reply.header(WRITE_HEADERS.outcome, written.items[0]!.outcome).header(WRITE_HEADERS.revision, String(written.revision));
+  return reply
+    .header(WRITE_HEADERS.outcome, written.items[0]!.outcome)
+    .header(WRITE_HEADERS.from, String(written.from))
+    .header(WRITE_HEADERS.revision, String(written.revision));
 }
 
 /** A stored resource as the API answers it: the JSON mapping of its chancery.v1 message, with its version (proto/). */

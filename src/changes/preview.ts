@@ -1,3 +1,4 @@
+import type { ResourceType } from '../mesh/index.js';
 import type { PlannedChange, WrittenItem } from '../store/index.js';
 import { decodeAny } from '../xds/index.js';
 import type { Impact, NodeImpact } from './impact.js';
@@ -14,7 +15,7 @@ export const NODES_PAGE = { default: 100, max: 1_000 } as const;
 
 /** One write as an answer shows it. */
 export interface ItemJson {
-  readonly type: string;
+  readonly type: ResourceType;
   readonly mesh: string;
   readonly name: string;
   readonly outcome: WrittenItem['outcome'];

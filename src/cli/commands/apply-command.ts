@@ -4,15 +4,17 @@ import { atMost, type Command, parseCommandLine } from '../command.js';
 import { ManifestError, UsageError } from '../errors.js';
 import { readManifests } from '../read-manifests.js';
 import { resourcePath } from '../resource-paths.js';
-import { outcomeOf } from '../write-outcome.js';
+import { outcomeOf, printWarnings } from '../write-outcome.js';
+import { applyAsChange } from '../apply-change.js';
+import { asksForChange, CHANGE_HELP, CHANGE_OPTIONS } from '../change-flags.js';
 import { EXIT, reportError } from '../report-error.js';
 
-const OPTIONS = { filename: { type: 'string', short: 'f', multiple: true }, ...CLIENT_FLAGS } as const;
+const OPTIONS = { filename: { type: 'string', short: 'f', multiple: true }, ...CHANGE_OPTIONS, ...CLIENT_FLAGS } as const;
 
 export const applyCommand: Command = {
   name: 'apply',
   summary: 'create or replace resources from YAML or JSON files',
-  help: `Usage: chancery apply -f FILE [-f FILE…] [--api-address HOST:PORT]
+  help: `Usage: chancery apply -f FILE [-f FILE…] [--dry-run [-o json|diff]] [--fail-on-warnings] [--api-address HOST:PORT]
 
 Creates or replaces every resource in the files: YAML documents separated by ---, a YAML
 list, a JSON object or a JSON array; -f - reads stdin. Meshes are applied before
@@ -25,10 +27,15 @@ Dataplanes, otherwise in file order, one line per resource:
 A resource identical to what is stored is 'unchanged': nothing is written. A resource the server refuses stops the apply: its code, field and reason are printed,
 the resources after it are listed as not applied, and the exit code is 1. A resource
 carrying a version (as 'chancery get -o yaml' prints it) is only written over that version.
+A write's warnings (a service losing its last endpoint while nodes call it, …) go to stderr.
+
+With --dry-run or --fail-on-warnings the files are one change, written all or nothing
+(docs/changing-safely.md).
 
 Options:
   -f, --filename FILE
       a file to apply, or - for stdin (repeatable)
+${CHANGE_HELP}
 ${CLIENT_HELP}
 `,
   async run(argv, io) {
@@ -39,11 +46,13 @@ ${CLIENT_HELP}
     const client = clientFrom(values, io.env);
     const entries = await readManifests(files, io.stdin);
     if (entries.length === 0) throw new ManifestError(files.join(', '), undefined, 'holds no resources');
+    if (asksForChange(values)) return applyAsChange(entries, values, client, io);
 
     for (const [index, entry] of entries.entries()) {
       try {
         const answer = await client.request('PUT', resourcePath(entry.key), entry.resource);
         io.stdout.write(`${describeKey(entry.key)} ${outcomeOf(answer)}\n`);
+        printWarnings(answer.warnings, io.stderr);
       } catch (error) {
         io.stderr.write(`${describeKey(entry.key)} (${entry.source}) was not applied:\n`);
         const code = reportError(error, io.stderr);

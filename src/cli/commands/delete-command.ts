@@ -3,21 +3,26 @@ import { describeKey } from '../../store/index.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';
-import { EXIT } from '../report-error.js';
+import { CHANGE_HELP, CHANGE_OPTIONS, runChange } from '../change-flags.js';
+import { printWarnings } from '../write-outcome.js';
 import { keyFor, resourcePath, resourceTypeOf } from '../resource-paths.js';
 
-const OPTIONS = { mesh: { type: 'string' }, ...CLIENT_FLAGS } as const;
+const OPTIONS = { mesh: { type: 'string' }, ...CHANGE_OPTIONS, ...CLIENT_FLAGS } as const;
 
 export const deleteCommand: Command = {
   name: 'delete',
   summary: 'delete a mesh (with its dataplanes) or a dataplane',
-  help: `Usage: chancery delete TYPE NAME [--mesh MESH]
+  help: `Usage: chancery delete TYPE NAME [--mesh MESH] [--dry-run [-o json|diff]] [--fail-on-warnings]
 
-TYPE is mesh or dataplane (dp). Deleting a mesh deletes its dataplanes with it.
+TYPE is mesh or dataplane (dp). Deleting a mesh deletes its dataplanes with it. The delete's
+warnings (a service losing its last endpoint while nodes call it, a connected node's Dataplane
+deleted) go to stderr; --dry-run shows them, and what every node would lose, before anything
+is deleted (docs/changing-safely.md).
 
 Options:
   --mesh MESH
       the mesh of the dataplane [default ${DEFAULT_MESH}]
+${CHANGE_HELP}
 ${CLIENT_HELP}
 `,
   async run(argv, io) {
@@ -28,8 +33,10 @@ ${CLIENT_HELP}
     const type = resourceTypeOf(word);
     if (type === 'Mesh' && values.mesh !== undefined) throw new UsageError('--mesh applies to dataplanes, not meshes');
     const key = keyFor(type, values.mesh ?? DEFAULT_MESH, name);
-    await clientFrom(values, io.env).request('DELETE', resourcePath(key));
+    const { code, written } = await runChange({ method: 'DELETE', path: resourcePath(key) }, values, clientFrom(values, io.env), io);
+    if (written === undefined) return code;
     io.stdout.write(`${describeKey(key)} deleted${type === 'Mesh' ? ', with its dataplanes' : ''}\n`);
-    return EXIT.ok;
+    printWarnings(written.warnings, io.stderr);
+    return code;
   },
 };
