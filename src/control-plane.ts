@@ -279,7 +279,15 @@ class ChanceryControlPlane implements ControlPlane {
         {
           instanceId: this.instanceId,
           store,
-          changes: new ChangeDesk({ store, facts: async () => fleetFactsOf([...this.#views.briefs(), ...(await this.#savedSessions())]) }),
+          changes: new ChangeDesk({
+            store,
+            facts: async () => fleetFactsOf([...this.#views.briefs(), ...(await this.#savedSessions())]),
+            // A preview of 10,000 nodes is a second of generation: in slices, behind the sessions' work.
+            run: (items, work) => {
+              this.#scheduler.schedule(items, work, 'background');
+              return this.#scheduler.settled('background');
+            },
+          }),
           sessions: sessionsOf(this.#views, this.#watch),
           fleet: { others: (node) => recordedSessions(this.#recordedSource(), node), instances: () => this.instances() },
           ready: () => store.ready,

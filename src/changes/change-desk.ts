@@ -1,6 +1,6 @@
 import { RevisionMovedError, type ResourceStore, type Write, type Written } from '../store/index.js';
 import { WarningsRefusedError } from './errors.js';
-import { impactOf } from './impact.js';
+import { ImpactCollector } from './impact.js';
 import type { FleetFacts } from './node-facts.js';
 import { previewAnswer, type NodePage, type PreviewAnswer } from './preview.js';
 import { warningsOf, type ChangeWarning } from './warnings.js';
@@ -12,7 +12,16 @@ export interface ChangeDeskOptions {
   readonly store: ResourceStore;
   /** The fleet's sessions as facts: this instance's now, the others' as they last saved them. */
   readonly facts: () => Promise<FleetFacts>;
+  /**
+   * Runs `work` over `items`, resolving once done: the control plane spreads it over turns of
+   * the event loop behind the sessions' own work (the scheduler's background lane). Default: at once.
+   */
+  readonly run?: <T>(items: readonly T[], work: (item: T) => void) => Promise<void>;
 }
+
+const AT_ONCE = async <T>(items: readonly T[], work: (item: T) => void): Promise<void> => {
+  for (const item of items) work(item);
+};
 
 /** How a write is made. */
 export interface DeskWriteOptions {
@@ -43,8 +52,9 @@ export class ChangeDesk {
   async preview(writes: readonly Write[], options: { readonly caller?: string; readonly page: NodePage }): Promise<PreviewAnswer> {
     const plan = await this.#options.store.plan(writes, { caller: options.caller });
     const facts = await this.#options.facts();
-    const change = { before: plan.before, after: plan.after, facts };
-    return previewAnswer(plan, impactOf(plan.before, plan.after, facts), warningsOf(change), options.page);
+    const collector = new ImpactCollector(plan.before, plan.after, facts);
+    await (this.#options.run ?? AT_ONCE)(collector.candidates, (candidate) => collector.add(candidate));
+    return previewAnswer(plan, collector.impact(), warningsOf({ before: plan.before, after: plan.after, facts }), options.page);
   }
 
   /**

@@ -29,6 +29,14 @@ export interface Impact {
 
 type Generated = { readonly held: Held } | { readonly error: { readonly code: string; readonly message: string } };
 
+/** A node a change may affect: its Dataplane's mesh changed. */
+export interface Candidate {
+  readonly node: string;
+  /** Whether its Dataplane exists before the change, and after. */
+  readonly had: boolean;
+  readonly has: boolean;
+}
+
 /**
  * What going from `before` to `after` does to every node, with the generator the sessions use
  * (src/mesh `generate`), so a preview cannot disagree with what would be pushed. Only meshes
@@ -36,31 +44,61 @@ type Generated = { readonly held: Held } | { readonly error: { readonly code: st
  * node holds what its subscriptions select (`facts`), or what a wildcard Envoy would.
  */
 export function impactOf(before: GenerationInput, after: GenerationInput, facts: FleetFacts): Impact {
-  const nodes: NodeImpact[] = [];
-  const resources = new Map<string, EncodedResource>();
-  let unchanged = 0;
-  for (const mesh of new Set([...before.meshes.keys(), ...after.meshes.keys()])) {
-    const was = before.meshes.get(mesh);
-    const is = after.meshes.get(mesh);
-    if (was === is) {
-      unchanged += is?.dataplanes.size ?? 0;
-      continue;
+  const collector = new ImpactCollector(before, after, facts);
+  for (const candidate of collector.candidates) collector.add(candidate);
+  return collector.impact();
+}
+
+/**
+ * `impactOf` one node at a time, for a caller that spreads the work over turns of the event
+ * loop (10,000 nodes' generation is a second of CPU that must not hold the sessions up).
+ */
+export class ImpactCollector {
+  /** The nodes of the meshes that changed, in no particular order. */
+  readonly candidates: readonly Candidate[];
+  readonly #before: GenerationInput;
+  readonly #after: GenerationInput;
+  readonly #facts: FleetFacts;
+  readonly #nodes: NodeImpact[] = [];
+  readonly #resources = new Map<string, EncodedResource>();
+  #unchanged = 0;
+
+  constructor(before: GenerationInput, after: GenerationInput, facts: FleetFacts) {
+    this.#before = before;
+    this.#after = after;
+    this.#facts = facts;
+    const candidates: Candidate[] = [];
+    for (const mesh of new Set([...before.meshes.keys(), ...after.meshes.keys()])) {
+      const was = before.meshes.get(mesh);
+      const is = after.meshes.get(mesh);
+      if (was === is) {
+        this.#unchanged += is?.dataplanes.size ?? 0;
+        continue;
+      }
+      for (const name of dataplanesOf(was, is)) {
+        candidates.push({ node: nodeIdOf(mesh, name), had: was?.dataplanes.has(name) === true, has: is?.dataplanes.has(name) === true });
+      }
     }
-    for (const name of dataplanesOf(was, is)) {
-      const impact = nodeImpact(nodeIdOf(mesh, name), before, after, was?.dataplanes.has(name) === true, is?.dataplanes.has(name) === true, facts, resources);
-      if (impact === undefined) unchanged++;
-      else nodes.push(impact);
-    }
+    this.candidates = candidates;
   }
-  return { nodes: nodes.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0)), unchanged, resources };
+
+  /** Works out one candidate's impact. */
+  add(candidate: Candidate): void {
+    const impact = nodeImpact(candidate, this.#before, this.#after, this.#facts, this.#resources);
+    if (impact === undefined) this.#unchanged++;
+    else this.#nodes.push(impact);
+  }
+
+  /** The impact of the candidates added so far. */
+  impact(): Impact {
+    return { nodes: [...this.#nodes].sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0)), unchanged: this.#unchanged, resources: this.#resources };
+  }
 }
 
 function nodeImpact(
-  node: string,
+  { node, had, has }: Candidate,
   before: GenerationInput,
   after: GenerationInput,
-  had: boolean,
-  has: boolean,
   facts: FleetFacts,
   resources: Map<string, EncodedResource>,
 ): NodeImpact | undefined {

@@ -6,7 +6,7 @@
 export { ChangeDesk, type ChangeDeskOptions, type DeskWriteOptions, type DeskWritten } from './change-desk.js';
 export { WarningsRefusedError } from './errors.js';
 export { heldResources, type Held } from './held-resources.js';
-export { impactOf, type Impact, type NodeImpact } from './impact.js';
+export { ImpactCollector, impactOf, type Candidate, type Impact, type NodeImpact } from './impact.js';
 export { fleetFactsOf, NO_FACTS, type FleetFacts, type NodeFacts, type SessionFacts, type TypeSubscription } from './node-facts.js';
 export { typeImpacts, type ResourceRef, type TypeImpact, type TypeImpacts } from './node-impact.js';
 export { itemJson, NODES_PAGE, previewAnswer, type ItemJson, type NodePage, type PreviewAnswer } from './preview.js';
