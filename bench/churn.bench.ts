@@ -23,6 +23,8 @@ import { printTable } from './support/print-table.js';
 
 const ADS = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
 const CONCURRENCY = 200;
+/** Connections the cycles share: 50 streams each, well under the 100 one connection may have open (DEFAULTS.xdsLimits). */
+const CONNECTIONS = 4;
 const GRACE = 10_000;
 const MB = 1024 * 1024;
 
@@ -79,7 +81,8 @@ export default async function churnBench(argv: readonly string[]): Promise<void>
       ),
     );
   }
-  const clients = [0, 1].map(() => new Client(cp.addresses.xds, credentials.createInsecure()));
+  // A local subchannel pool each: grpc-js otherwise shares one connection among clients of one address.
+  const clients = Array.from({ length: CONNECTIONS }, () => new Client(cp.addresses.xds, credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
   const churn = async () => {
     let next = 0;
     const worker = async () => {
@@ -88,18 +91,23 @@ export default async function churnBench(argv: readonly string[]): Promise<void>
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   };
 
-  // A first round warms the code and pools; the second is the one measured.
-  await churn();
-  clock.increment(GRACE);
-  const before = await settledHeap();
-  const started = performance.now();
-  await churn();
-  const churned = performance.now() - started;
-  const disconnected = await settledHeap();
-  clock.increment(GRACE);
-  const after = await settledHeap();
-  for (const client of clients) client.close();
-  await cp.stop();
+  let before: number, churned: number, disconnected: number, after: number;
+  try {
+    // A first round warms the code and pools; the second is the one measured.
+    await churn();
+    clock.increment(GRACE);
+    before = await settledHeap();
+    const started = performance.now();
+    await churn();
+    churned = performance.now() - started;
+    disconnected = await settledHeap();
+    clock.increment(GRACE);
+    after = await settledHeap();
+  } finally {
+    // A failed cycle must not leave the process held open by the server and the clients.
+    for (const client of clients) client.close();
+    await cp.stop();
+  }
 
   printTable(`churn of ${nodes.toLocaleString('en')} nodes, ${CONCURRENCY} at a time`, ['measure', 'value'], [
     ['cycles per second', String(Math.round(nodes / (churned / 1_000)))],

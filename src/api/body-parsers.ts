@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { checkBodyShape } from './body-shape.js';
+import { duplicateJsonKey, duplicateKeyError } from './duplicate-keys.js';
 import { MalformedBodyError, UnsupportedMediaTypeError } from './errors.js';
 import { parseYaml } from './yaml-body.js';
 
@@ -9,10 +10,11 @@ const YAML_MEDIA_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml']
 export const ACCEPTED_MEDIA_TYPES: readonly string[] = ['application/json', ...YAML_MEDIA_TYPES];
 
 /**
- * Replaces fastify's parsers with ours: JSON and YAML, each turning a syntax error into
- * `MalformedBodyError` and checking the parsed body's depth and expanded size (body-shape.ts),
+ * Replaces fastify's parsers with ours: JSON and YAML, each turning a syntax error or a key
+ * given twice into `MalformedBodyError` and checking the parsed body's depth and expanded size (body-shape.ts),
  * and a catch-all that refuses every other media type. fastify still enforces `bodyLimit`
- * before a parser sees the text.
+ * before a parser sees the text. A DELETE with a body is refused: it would be ignored, and a
+ * `version` in it taken for a precondition (as a PUT's is) would delete unconditionally.
  */
 export function registerBodyParsers(app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers();
@@ -24,15 +26,24 @@ export function registerBodyParsers(app: FastifyInstance, bodyLimit: number): vo
     return shaped(isBlank(source) ? undefined : parseYaml(source), bodyLimit);
   });
   app.addContentTypeParser('*', refuseMediaType);
+  app.addHook('preValidation', async (request) => {
+    if (request.method === 'DELETE' && request.body !== undefined) {
+      throw new MalformedBodyError('a DELETE takes no body; its precondition goes in If-Match: "<version>"');
+    }
+  });
 }
 
 function parseJson(source: string): unknown {
   if (isBlank(source)) return undefined;
+  let body: unknown;
   try {
-    return JSON.parse(source);
+    body = JSON.parse(source);
   } catch (error) {
     throw new MalformedBodyError(`invalid JSON: ${(error as Error).message}`, { cause: error });
   }
+  const duplicate = duplicateJsonKey(source);
+  if (duplicate !== undefined) throw duplicateKeyError('JSON', duplicate);
+  return body;
 }
 
 function shaped(body: unknown, bodyLimit: number): unknown {

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { Document } from 'yaml';
+import { excerpt } from '../excerpt.js';
 import { dialable, formatHostPort, HOST_PORT_RULE, parseHostPort, type HostPort } from '../host-port.js';
 import { envoyBootstrap, grpcBootstrap, nodeIdOf, type Dataplane, type ResourceKey } from '../mesh/index.js';
 import { NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError } from './errors.js';
-import { integer, onlyKnown, type Query, single } from './query-params.js';
+import { integer, type Query, single, takes } from './query-params.js';
 
 const FORMATS = ['envoy', 'grpc'] as const;
 type BootstrapFormat = (typeof FORMATS)[number];
@@ -26,9 +27,8 @@ const GRPC_CREDENTIALS = ['insecure', 'google_default'] as const;
  * token in the `X-Chancery-Dataplane-Token` header; gRPC takes `credentials=insecure|google_default`.
  */
 export function registerBootstrapRoutes(app: FastifyInstance, { store, xdsAddress }: Pick<ApiBackend, 'store' | 'xdsAddress'>): void {
-  app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/bootstrap', async (request, reply) => {
+  app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/bootstrap', takes('format', 'xds', 'adminPort', 'delta', 'caFile', 'credentials'), async (request, reply) => {
     const { query } = request;
-    onlyKnown(query, ['format', 'xds', 'adminPort', 'delta', 'caFile', 'credentials']);
     const format = formatOf(query);
     const xds = xdsOf(query, xdsAddress());
     const dataplane = dataplaneOf(store, { type: 'Dataplane', ...request.params });
@@ -65,21 +65,21 @@ export function registerBootstrapRoutes(app: FastifyInstance, { store, xdsAddres
 function formatOf(query: Query): BootstrapFormat {
   const format = single(query, 'format') ?? 'envoy';
   const known = FORMATS.find((candidate) => candidate === format);
-  if (known === undefined) throw new InvalidQueryError('format', `format must be one of ${FORMATS.join(', ')}; got ${format}`);
+  if (known === undefined) throw new InvalidQueryError('format', `format must be one of ${FORMATS.join(', ')}; got ${excerpt(format)}`);
   return known;
 }
 
 function xdsOf(query: Query, own: string): HostPort {
   const given = single(query, 'xds');
   const parsed = parseHostPort(given ?? own);
-  if (parsed === undefined || parsed.port === 0) throw new InvalidQueryError('xds', `xds must be ${HOST_PORT_RULE}; got ${given}`);
+  if (parsed === undefined || parsed.port === 0) throw new InvalidQueryError('xds', `xds must be ${HOST_PORT_RULE}; got ${excerpt(given)}`);
   return dialable(parsed);
 }
 
 function credentialsOf(query: Query): (typeof GRPC_CREDENTIALS)[number] {
   const given = single(query, 'credentials') ?? 'insecure';
   const known = GRPC_CREDENTIALS.find((candidate) => candidate === given);
-  if (known === undefined) throw new InvalidQueryError('credentials', `credentials must be one of ${GRPC_CREDENTIALS.join(', ')}; got ${given}`);
+  if (known === undefined) throw new InvalidQueryError('credentials', `credentials must be one of ${GRPC_CREDENTIALS.join(', ')}; got ${excerpt(given)}`);
   return known;
 }
 
@@ -87,7 +87,7 @@ function deltaOf(query: Query): boolean {
   const delta = single(query, 'delta');
   if (delta === undefined || delta === 'false') return false;
   if (delta === 'true') return true;
-  throw new InvalidQueryError('delta', `delta must be true or false; got ${delta}`);
+  throw new InvalidQueryError('delta', `delta must be true or false; got ${excerpt(delta)}`);
 }
 
 function dataplaneOf(store: ResourceStore, key: ResourceKey): Stored<Dataplane> {

@@ -4,8 +4,8 @@ import { keyOfWrite } from '../store/index.js';
 import { authorOf, checkMeshes } from './access.js';
 import type { ApiBackend } from './api-backend.js';
 import { writesFromBody } from './change-body.js';
-import type { Query } from './query-params.js';
-import { readWriteQuery } from './write-query.js';
+import { takes, type Query } from './query-params.js';
+import { readWriteQuery, WRITE_PARAMS } from './write-query.js';
 
 /** What a change answers once written: the revisions it spans, each write's outcome, its warnings. */
 export interface ChangeAnswer {
@@ -22,7 +22,7 @@ export interface ChangeAnswer {
  * consecutive revisions), previewed with `?dryRun=true` as any write route is (issue 31).
  */
 export function registerChangeRoutes(app: FastifyInstance, { changes }: Pick<ApiBackend, 'changes'>): void {
-  app.post<{ Querystring: Query }>('/changes', async (request) => {
+  app.post<{ Querystring: Query }>('/changes', takes(...WRITE_PARAMS), async (request) => {
     const asked = readWriteQuery(request.query);
     const writes = writesFromBody(request.body);
     checkMeshes(request, writes.map((write) => keyOfWrite(write).mesh));

@@ -3,15 +3,16 @@ import { clip } from '../excerpt.js';
 import type { ValidationIssue } from '../mesh/index.js';
 import type { ChangeWarning, WarningsRefusedError } from '../changes/index.js';
 import type { InvalidIdentityRequestError, InvalidTokenLifetimeError } from '../identity/index.js';
-import type {
-  FutureRevisionError,
-  MeshNotFoundError,
+import type { ResourceKey } from '../mesh/index.js';
+import {
+  type FutureRevisionError,
+  type MeshNotFoundError,
   NotFoundError,
-  RevisionCompactedError,
-  RevisionMovedError,
-  StoreRejectedWriteError,
-  StoreUnavailableError,
-  VersionConflictError,
+  type RevisionCompactedError,
+  type RevisionMovedError,
+  type StoreRejectedWriteError,
+  type StoreUnavailableError,
+  type VersionConflictError,
 } from '../store/index.js';
 import { ACCEPTED_MEDIA_TYPES } from './body-parsers.js';
 import {
@@ -59,6 +60,7 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_API_METHOD_NOT_ALLOWED: 405,
   CHANCERY_API_INVALID_PRECONDITION: 400,
   CHANCERY_API_INVALID_QUERY: 400,
+  CHANCERY_API_INVALID_NAME: 400,
   CHANCERY_API_SESSION_NOT_FOUND: 404,
   CHANCERY_API_ROUTE_NOT_FOUND: 404,
   CHANCERY_API_UNAUTHENTICATED: 401,
@@ -119,7 +121,7 @@ export interface ServerLimits {
 export function errorResponse(error: unknown, limits: ServerLimits): ErrorResponse {
   const handled = asHandled(error, limits);
   const { code } = handled;
-  const field = 'field' in handled && typeof handled.field === 'string' ? handled.field : DEFAULT_FIELD[code];
+  const field = 'field' in handled && typeof handled.field === 'string' ? handled.field : handled instanceof NotFoundError ? urlFieldOf(handled.key) : DEFAULT_FIELD[code];
   const body: ErrorBody = {
     code,
     ...(field !== undefined && { field }),
@@ -138,6 +140,19 @@ export function errorResponse(error: unknown, limits: ServerLimits): ErrorRespon
   return { status, body, headers, unexpected: status === 500 };
 }
 
+/** The path parameter naming a resource of the key's type: what a 404 says does not exist (path-params.ts). */
+function urlFieldOf(key: ResourceKey): string {
+  switch (key.type) {
+    case 'Mesh':
+      return 'mesh';
+    case 'SigningKey':
+    case 'ServiceAccountKey':
+      return 'kid';
+    default:
+      return 'name';
+  }
+}
+
 /** The longest fastify message passed on: some (a bad Content-Length) are short and useful. */
 const FASTIFY_MESSAGE_LENGTH = 120;
 
@@ -154,6 +169,8 @@ function asHandled(error: unknown, limits: ServerLimits): HandledError {
       return new MalformedRequestError('the URL path is not valid percent-encoded UTF-8', { cause: error, field: 'url' });
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return new UrlTooLongError(limits.maxPathSegment);
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new MalformedRequestError('the body is not as long as Content-Length says', { cause: error, field: 'Content-Length' });
   }
   if (typeof fastifyCode === 'string' && fastifyCode.startsWith('FST_') && isClientError(error)) {
     return new MalformedRequestError(clip((error as Error).message, FASTIFY_MESSAGE_LENGTH), { cause: error });

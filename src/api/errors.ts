@@ -2,14 +2,14 @@ import { ChanceryError } from '../chancery-error.js';
 import { clip, excerpt } from '../excerpt.js';
 import type { ValidationIssue } from '../mesh/index.js';
 
-/** The body failed resource validation; nothing was stored. `field` is the first issue's path. */
+/** The body failed resource validation; nothing was stored. `field` is the first issue's path (`body` for the whole body). */
 export class InvalidResourceError extends ChanceryError {
   readonly code = 'CHANCERY_API_INVALID_RESOURCE';
   readonly field: string;
   constructor(readonly issues: readonly ValidationIssue[]) {
     const first = issues[0] ?? { path: '', reason: 'invalid resource' };
     super(first.path === '' ? first.reason : `${first.path}: ${first.reason}`);
-    this.field = first.path;
+    this.field = first.path === '' ? 'body' : first.path;
   }
 }
 
@@ -25,17 +25,23 @@ export class PathMismatchError extends ChanceryError {
   }
 }
 
-/** The body is not parseable JSON or YAML (or is empty). */
+/**
+ * The body is not parseable JSON or YAML (or is empty), or gives a key twice in one object.
+ * `field` is the key given twice, or `body`.
+ */
 export class MalformedBodyError extends ChanceryError {
   readonly code = 'CHANCERY_API_MALFORMED_BODY';
-  constructor(detail: string, options?: { cause?: unknown }) {
+  readonly field: string;
+  constructor(detail: string, options?: { readonly cause?: unknown; readonly field?: string }) {
     super(detail, options);
+    this.field = options?.field ?? 'body';
   }
 }
 
 /** The body, as sent or once its YAML aliases are expanded, is larger than the server accepts (`bodyLimit`). */
 export class BodyTooLargeError extends ChanceryError {
   readonly code = 'CHANCERY_API_BODY_TOO_LARGE';
+  readonly field = 'body';
   constructor(
     readonly limit: number,
     readonly as: 'sent' | 'expanded' = 'sent',
@@ -48,13 +54,16 @@ export class BodyTooLargeError extends ChanceryError {
   }
 }
 
-/** The request could not be read at all: not HTTP, a bad Content-Length, an undecodable URL. */
+/**
+ * The request could not be read at all: not HTTP, a bad Content-Length, an undecodable URL.
+ * `field` is the part at fault (`url`, `Host`, `Content-Length`), or `request`.
+ */
 export class MalformedRequestError extends ChanceryError {
   readonly code = 'CHANCERY_API_MALFORMED_REQUEST';
-  readonly field: string | undefined;
+  readonly field: string;
   constructor(detail: string, options?: { readonly cause?: unknown; readonly field?: string }) {
     super(detail, options);
-    this.field = options?.field;
+    this.field = options?.field ?? 'request';
   }
 }
 
@@ -97,6 +106,7 @@ export class MethodNotAllowedError extends ChanceryError {
 /** The body's Content-Type is not one the API parses. */
 export class UnsupportedMediaTypeError extends ChanceryError {
   readonly code = 'CHANCERY_API_UNSUPPORTED_MEDIA_TYPE';
+  readonly field = 'Content-Type';
   constructor(
     readonly contentType: string | undefined,
     readonly accepted: readonly string[],
@@ -120,6 +130,17 @@ export class InvalidPreconditionError extends ChanceryError {
 /** A query parameter is out of range or not one of the allowed values. */
 export class InvalidQueryError extends ChanceryError {
   readonly code = 'CHANCERY_API_INVALID_QUERY';
+  constructor(
+    readonly field: string,
+    reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+/** A name in the URL path (`mesh`, `name`, `node`, `kid`) is not one anything can have: nothing was read or written. */
+export class InvalidPathNameError extends ChanceryError {
+  readonly code = 'CHANCERY_API_INVALID_NAME';
   constructor(
     readonly field: string,
     reason: string,
@@ -191,6 +212,7 @@ export type ApiError =
   | UnsupportedMediaTypeError
   | InvalidPreconditionError
   | InvalidQueryError
+  | InvalidPathNameError
   | SessionNotFoundError
   | RouteNotFoundError
   | UnauthenticatedError

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiToken, Configuration, Resource, ResourceKey, ResourceType, ServiceAccountKey, SigningKey } from '../mesh/index.js';
 import { asSeq, type Author, NotFoundError, type ResourceEvent, type ResourceStore, type Seq } from '../store/index.js';
-import { integer, onlyKnown, type Query } from './query-params.js';
+import { integer, type Query, takes } from './query-params.js';
 
 /** Events per page when `limit` is left out, and the most one page may hold. */
 export const EVENTS_PAGE = { default: 100, max: 1_000 } as const;
@@ -47,16 +47,16 @@ interface Page {
  * `CHANCERY_STORE_REVISION_COMPACTED` on `/events`; a resource's history just starts later.
  */
 export function registerHistoryRoutes(app: FastifyInstance, store: ResourceStore): void {
-  app.get<{ Querystring: Query }>('/events', async (request): Promise<EventsPage> => {
+  app.get<{ Querystring: Query }>('/events', takes(...PAGE), async (request): Promise<EventsPage> => {
     const { after, limit } = readPage(request.query);
     return pageOf(await store.readEvents(after, limit), after);
   });
 
-  app.get<{ Params: { mesh: string }; Querystring: Query }>('/meshes/:mesh/history', async (request) =>
+  app.get<{ Params: { mesh: string }; Querystring: Query }>('/meshes/:mesh/history', takes(...PAGE), async (request) =>
     history(store, { type: 'Mesh', mesh: request.params.mesh, name: request.params.mesh }, request.query),
   );
 
-  app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/history', async (request) =>
+  app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/history', takes(...PAGE), async (request) =>
     history(store, { type: 'Dataplane', mesh: request.params.mesh, name: request.params.name }, request.query),
   );
 }
@@ -69,8 +69,10 @@ async function history(store: ResourceStore, key: ResourceKey, query: Query): Pr
   return { ...pageOf(events, after), ...(horizon > 0 && { compactedThrough: horizon }) };
 }
 
+/** The query parameters of a page of events. */
+const PAGE = ['after', 'limit'] as const;
+
 function readPage(query: Query): Page {
-  onlyKnown(query, ['after', 'limit']);
   return {
     after: asSeq(integer(query, 'after', { min: 0 }) ?? 0),
     limit: integer(query, 'limit', { min: 1, max: EVENTS_PAGE.max }) ?? EVENTS_PAGE.default,

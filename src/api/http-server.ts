@@ -15,6 +15,8 @@ import { registerFleetRoutes } from './fleet-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
 import { registerIdentityRoutes } from './identity-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
+import { registerPathCheck } from './path-params.js';
+import { registerQueryCheck } from './query-params.js';
 import { registerResourceRoutes } from './resource-routes.js';
 import { RouteMethods } from './route-methods.js';
 import { registerSessionHistoryRoutes } from './session-history-routes.js';
@@ -99,6 +101,8 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   });
   registerBodyParsers(app, bodyLimit);
   registerAccess(app, options.access ?? { mode: 'none' });
+  registerPathCheck(app);
+  registerQueryCheck(app);
   if (tls) {
     const unsubscribe = tls.onChange(() => (app.server as HttpsServer).setSecureContext(secureContextOf(tls)));
     app.addHook('onClose', async () => unsubscribe());

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import {
   currentSigningKey,
-  InvalidIdentityRequestError,
   issueApiToken,
   issueDataplaneToken,
   issueServiceAccount,
@@ -14,6 +13,7 @@ import {
 import type { ApiRole, ResourceKey } from '../mesh/index.js';
 import { NotFoundError, type ResourceStore } from '../store/index.js';
 import { authorOf } from './access.js';
+import { fieldsOf, text, textList } from './request-fields.js';
 
 interface MeshParams {
   readonly mesh: string;
@@ -78,14 +78,16 @@ export function registerIdentityRoutes(app: FastifyInstance, { store, now }: { r
 
   app.get('/api-tokens', async () => ({ items: store.list('ApiToken').map(publicApiToken) }));
   app.post('/api-tokens', async (request, reply) => {
-    const { name, role, meshes, ttl } = fieldsOf(request.body, ['name', 'role', 'meshes', 'ttl']);
+    const fields = fieldsOf(request.body, ['name', 'role', 'meshes', 'ttl']);
+    const meshes = textList(fields, 'meshes');
     const issued = await issueApiToken(
       store,
       {
-        name: String(name ?? ''),
-        role: role as ApiRole,
-        ...(meshes !== undefined && { meshes: Array.isArray(meshes) ? meshes.map(String) : [String(meshes)] }),
-        ...(ttl !== undefined && { ttl: parseTtl(ttl) }),
+        name: text(fields, 'name'),
+        // issueApiToken refuses a role it does not know, naming the field.
+        role: text(fields, 'role') as ApiRole,
+        ...(meshes !== undefined && { meshes }),
+        ...(fields['ttl'] !== undefined && { ttl: parseTtl(fields['ttl']) }),
         now: now(),
       },
       { caller: authorOf(request) },
@@ -99,19 +101,6 @@ export function registerIdentityRoutes(app: FastifyInstance, { store, now }: { r
     request.log.info({ name, by: authorOf(request) }, 'API token revoked');
     return reply.code(204).send();
   });
-}
-
-/** A request body's fields: an object with only `known` ones, or nothing at all. */
-function fieldsOf(body: unknown, known: readonly string[]): Readonly<Record<string, unknown>> {
-  if (body === undefined) return {};
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new InvalidIdentityRequestError('', `the body must be an object${known.length === 0 ? ', or empty' : ` with ${known.join(', ')}`}`);
-  }
-  const unknown = Object.keys(body).find((field) => !known.includes(field));
-  if (unknown !== undefined) {
-    throw new InvalidIdentityRequestError(unknown, `is not a field of this request, which takes ${known.length === 0 ? 'no body' : known.join(', ')}`);
-  }
-  return body as Readonly<Record<string, unknown>>;
 }
 
 function meshOf(store: ResourceStore, { mesh }: MeshParams): { mesh: string } {

@@ -3,7 +3,8 @@ import { excerpt } from '../excerpt.js';
 import { asResourceVersion, type ResourceVersion } from '../store/index.js';
 import { InvalidPreconditionError } from './errors.js';
 
-const ENTITY_TAG = /^"?([1-9]\d{0,14})"?$/;
+/** A strong entity tag holding a version, quoted as RFC 9110 §8.8.3 writes one and `ETag` answers it: `"3"`. */
+const ENTITY_TAG = /^"([1-9]\d{0,14})"$/;
 
 /** The `ETag` of a resource version: a strong entity tag, `"3"`. */
 export function etagOf(version: ResourceVersion): string {
@@ -11,7 +12,7 @@ export function etagOf(version: ResourceVersion): string {
 }
 
 /**
- * The version a PUT is conditional on: `If-Match: "3"` (or `3`), or `version: 3` in the
+ * The version a PUT is conditional on: `If-Match: "3"`, or `version: 3` in the
  * body — what `chancery get -o yaml` prints, so re-applying an edited copy cannot silently
  * overwrite a newer write — or `If-None-Match: *` for "create only". Undefined means
  * unconditional.
@@ -48,7 +49,7 @@ function readIfMatch(headers: IncomingHttpHeaders): ResourceVersion | undefined 
   if (value === undefined) return undefined;
   const match = ENTITY_TAG.exec(value.trim());
   if (match?.[1] === undefined) {
-    throw new InvalidPreconditionError('If-Match', `If-Match must be one resource version, such as "3"; got ${excerpt(value)}`);
+    throw new InvalidPreconditionError('If-Match', `If-Match must be one resource version as the ETag gives it, in quotes: "3"; got ${excerpt(value)}`);
   }
   return asResourceVersion(Number(match[1]));
 }

@@ -1,5 +1,13 @@
+import type { FastifyInstance } from 'fastify';
 import { clip, EXCERPT_LENGTH, excerpt } from '../excerpt.js';
 import { InvalidQueryError } from './errors.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The query parameters the route takes (`takes(…)`); any other is refused. */
+    readonly query?: readonly string[];
+  }
+}
 
 /** A query string as fastify parses it: a repeated parameter becomes an array. */
 export type Query = Readonly<Record<string, unknown>>;
@@ -7,12 +15,33 @@ export type Query = Readonly<Record<string, unknown>>;
 /** The largest integer a query parameter may hold: 15 digits, below 2^53, so it stays exact. */
 const INTEGER = /^\d{1,15}$/;
 
-/** Refuses any parameter the route does not take, naming it: a typo must not be ignored. */
-export function onlyKnown(query: Query, known: readonly string[]): void {
-  for (const field of Object.keys(query)) {
+/**
+ * A route's options declaring the query parameters it takes: `app.get(url, takes('revision'), …)`.
+ * A route registered without it takes none.
+ */
+export function takes(...parameters: readonly string[]): { readonly config: { readonly query: readonly string[] } } {
+  return { config: { query: parameters } };
+}
+
+/**
+ * Refuses, on every route, a query parameter the route does not declare (`takes`), naming it:
+ * a typo must not be ignored, and a parameter a newer server understands (`?dryRun=true`) must
+ * not be taken by an older one as a plain write. Registered after the API's gate, so a caller
+ * without a token learns nothing of the routes.
+ */
+export function registerQueryCheck(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    // No route: the not-found handler answers, whatever the query says.
+    if (request.is404) return;
+    onlyKnown(request.query as Query, request.routeOptions.config.query ?? []);
+  });
+}
+
+function onlyKnown(query: Query, known: readonly string[]): void {
+  for (const field in query) {
     if (!known.includes(field)) {
-      const takes = known.length === 0 ? 'takes no query parameters' : `takes ${known.join(', ')}`;
-      throw new InvalidQueryError(clip(field, EXCERPT_LENGTH), `unknown query parameter ${excerpt(field)}: this route ${takes}`);
+      const route = known.length === 0 ? 'takes no query parameters' : `takes ${known.join(', ')}`;
+      throw new InvalidQueryError(clip(field, EXCERPT_LENGTH), `unknown query parameter ${excerpt(field)}: this route ${route}`);
     }
   }
 }

@@ -5,9 +5,9 @@ import type { ChangeDesk } from '../changes/index.js';
 import { authorOf } from './access.js';
 import type { ApiBackend } from './api-backend.js';
 import { deletePrecondition, etagOf, putPrecondition } from './preconditions.js';
-import { integer, onlyKnown, type Query } from './query-params.js';
+import { integer, type Query, takes } from './query-params.js';
 import { resourceFromBody } from './resource-from-body.js';
-import { readWriteQuery, withWarnings } from './write-query.js';
+import { readWriteQuery, withWarnings, WRITE_PARAMS } from './write-query.js';
 
 /** The headers a write is answered with, beside its status. */
 export const WRITE_HEADERS = { outcome: 'chancery-outcome', revision: 'chancery-revision', from: 'chancery-from-revision' } as const;
@@ -43,10 +43,9 @@ export function registerResourceRoutes(app: FastifyInstance, { store, changes }:
 
 // fastify's conditional route types do not resolve for a type parameter, hence `as TParams`.
 function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: ResourceStore, changes: ChangeDesk, url: string, keyOf: KeyOf<TParams>): void {
-  app.get(url, async (request, reply) => {
+  app.get(url, takes('revision'), async (request, reply) => {
     const key = keyOf(request.params as TParams);
     const query = request.query as Query;
-    onlyKnown(query, ['revision']);
     const revision = integer(query, 'revision', { min: 0 });
     // `?revision=R`: the resource as it was at store revision R (issue 3, history API).
     const stored = revision === undefined ? store.get(key) : await store.getAt(key, asSeq(revision));
@@ -55,7 +54,7 @@ function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: Reso
   });
 
   // `?dryRun=true` answers what the write would do and appends nothing (issue 31).
-  app.put(url, async (request, reply) => {
+  app.put(url, takes(...WRITE_PARAMS), async (request, reply) => {
     const key = keyOf(request.params as TParams);
     const asked = readWriteQuery(request.query as Query);
     const { resource, version } = resourceFromBody(request.body, key);
@@ -69,7 +68,7 @@ function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: Reso
     return sendResource(withWarnings(withOutcome(reply.code(outcome === 'created' ? 201 : 200), written), warnings), stored!);
   });
 
-  app.delete(url, async (request, reply) => {
+  app.delete(url, takes(...WRITE_PARAMS), async (request, reply) => {
     const key = keyOf(request.params as TParams);
     const asked = readWriteQuery(request.query as Query);
     const writes = [{ kind: 'deleted', key, expected: deletePrecondition(request.headers) }] as const;

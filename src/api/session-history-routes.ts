@@ -5,7 +5,7 @@ import type { FleetSession } from '../fleet/index.js';
 import type { SessionState, SessionView, TransitionRecord } from '../machines/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError, SessionNotFoundError } from './errors.js';
-import { onlyKnown, type Query, single } from './query-params.js';
+import { type Query, single, takes } from './query-params.js';
 
 /** A node's story on this instance: where its session is, and the transitions that took it there. */
 export type SessionHistory = Pick<SessionView, 'node' | 'instance' | 'state' | 'transitions'>;
@@ -26,8 +26,7 @@ export interface FleetSessionHistory {
  * transitions merged in time order (other instances' as last saved).
  */
 export function registerSessionHistoryRoutes(app: FastifyInstance, { sessions, fleet }: Pick<ApiBackend, 'sessions' | 'fleet'>): void {
-  app.get<{ Params: { node: string }; Querystring: Query }>('/sessions/:node/history', async (request): Promise<SessionHistory | FleetSessionHistory> => {
-    onlyKnown(request.query, ['scope']);
+  app.get<{ Params: { node: string }; Querystring: Query }>('/sessions/:node/history', takes('scope'), async (request): Promise<SessionHistory | FleetSessionHistory> => {
     const { node } = request.params;
     const scope = single(request.query, 'scope') ?? 'local';
     if (scope === 'fleet') {

@@ -3,11 +3,12 @@ import type { FastifyInstance } from 'fastify';
 import { compareText } from '../compare-text.js';
 import { excerpt } from '../excerpt.js';
 import { lastResponseNacked, SESSION_STATES, type SessionState, type SessionView } from '../machines/index.js';
+import { DNS_LABEL_RULE, isDnsLabel, parseNodeId } from '../mesh/index.js';
 import type { SessionPage, SessionSummary } from '../sessions/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError, SessionNotFoundError } from './errors.js';
 import { firstInOrder } from './first-in-order.js';
-import { integer, type Query, single } from './query-params.js';
+import { integer, type Query, single, takes } from './query-params.js';
 import { type FeedClient, RESYNC_EVENT, SessionFeed } from './session-feed.js';
 
 /** How often the live feed sends a batch, how many views one batch may carry, and how long it waits after a resync. */
@@ -32,7 +33,7 @@ interface SessionQuery {
  * feed `GET /sessions/events`; one session; and what was last sent to a node.
  */
 export function registerSessionRoutes(app: FastifyInstance, { sessions, fleet, refusals }: Pick<ApiBackend, 'sessions' | 'fleet' | 'refusals'>): void {
-  app.get<{ Querystring: Record<string, unknown> }>('/sessions', async (request) => {
+  app.get<{ Querystring: Record<string, unknown> }>('/sessions', takes('scope', 'state', 'mesh', 'instance', 'nacking', 'limit', 'offset'), async (request) => {
     const query = readSessionQuery(request.query);
     const listed =
       query.scope === 'fleet'
@@ -49,8 +50,12 @@ export function registerSessionRoutes(app: FastifyInstance, { sessions, fleet, r
     feed.close();
     done();
   });
-  app.get<{ Querystring: Record<string, unknown> }>('/sessions/events', (request, reply) => {
+  // `access_token`: a browser's EventSource cannot send the Authorization header (access.ts).
+  app.get<{ Querystring: Record<string, unknown> }>('/sessions/events', takes('node', 'access_token'), (request, reply) => {
     const node = single(request.query, 'node');
+    // A node no session can have would make a feed that never says a word.
+    const parsed = node === undefined ? undefined : parseNodeId(node);
+    if (parsed?.ok === false) throw new InvalidQueryError('node', parsed.reason);
     reply.hijack();
     const response = reply.raw;
     response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
@@ -173,6 +178,8 @@ function readSessionQuery(query: Query): SessionQuery {
     throw new InvalidQueryError('state', `state must be one of ${SESSION_STATES.join(', ')}; got ${excerpt(state)}`);
   }
   const mesh = single(query, 'mesh');
+  // A mesh no dataplane can be in would list nothing, hiding the typo.
+  if (mesh !== undefined && !isDnsLabel(mesh)) throw new InvalidQueryError('mesh', `mesh ${excerpt(mesh)} ${DNS_LABEL_RULE}`);
   const instance = single(query, 'instance');
   const nacking = single(query, 'nacking');
   if (nacking !== undefined && nacking !== 'true' && nacking !== 'false') {

@@ -3,7 +3,7 @@ import { excerpt } from '../excerpt.js';
 import { isStatechartFormat, renderStatechart, STATECHART_FORMATS, type StatechartFormat } from '../machines/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError } from './errors.js';
-import { onlyKnown, type Query, single } from './query-params.js';
+import { type Query, single, takes } from './query-params.js';
 
 const CONTENT_TYPE: Readonly<Record<StatechartFormat, string>> = {
   json: 'application/json; charset=utf-8',
@@ -17,8 +17,7 @@ const CONTENT_TYPE: Readonly<Record<StatechartFormat, string>> = {
  * json (the default), mermaid, dot or svg, its eviction delay the running instance's.
  */
 export function registerStatechartRoutes(app: FastifyInstance, { evictionGrace }: Pick<ApiBackend, 'evictionGrace'>): void {
-  app.get<{ Querystring: Query }>('/statechart', async (request, reply) => {
-    onlyKnown(request.query, ['format']);
+  app.get<{ Querystring: Query }>('/statechart', takes('format'), async (request, reply) => {
     const format = single(request.query, 'format') ?? 'json';
     if (!isStatechartFormat(format)) {
       throw new InvalidQueryError('format', `format must be one of ${STATECHART_FORMATS.join(', ')}; got ${excerpt(format)}`);

@@ -1,9 +1,9 @@
 import type { FastifyReply } from 'fastify';
 import { NODES_PAGE, type ChangeWarning, type NodePage } from '../changes/index.js';
 import { InvalidQueryError } from './errors.js';
-import { flag, integer, onlyKnown, type Query } from './query-params.js';
+import { flag, integer, type Query } from './query-params.js';
 
-/** The query parameters every write route takes (DESIGN §7: `?dryRun=true` on every write route). */
+/** The query parameters every write route takes (`takes(...WRITE_PARAMS)`; DESIGN §7: `?dryRun=true` on every write route). */
 export const WRITE_PARAMS = ['dryRun', 'failOnWarnings', 'offset', 'limit'] as const;
 
 /** How a write is asked for: made, or only previewed (a page of its affected nodes detailed). */
@@ -15,8 +15,7 @@ export type WriteQuery =
  * Reads a write route's query: `dryRun=true` previews the write and appends nothing (`offset`
  * and `limit` page its affected nodes); `failOnWarnings=true` refuses a write that has warnings.
  */
-export function readWriteQuery(query: Query, extra: readonly string[] = []): WriteQuery {
-  onlyKnown(query, [...WRITE_PARAMS, ...extra]);
+export function readWriteQuery(query: Query): WriteQuery {
   const dryRun = flag(query, 'dryRun') ?? false;
   const failOnWarnings = flag(query, 'failOnWarnings') ?? false;
   const offset = integer(query, 'offset', { min: 0 });

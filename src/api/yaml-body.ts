@@ -1,6 +1,7 @@
 import { Composer, type CST, LineCounter, Parser } from 'yaml';
 import { clip } from '../excerpt.js';
 import { MAX_BODY_DEPTH } from './body-shape.js';
+import { duplicateKeyError, duplicateYamlKey } from './duplicate-keys.js';
 import { MalformedBodyError } from './errors.js';
 
 /** The longest parser message a refusal repeats: some quote the source. */
@@ -17,7 +18,8 @@ export function parseYaml(source: string): unknown {
   const lines = new LineCounter();
   const tokens = [...new Parser(lines.addNewLine).parse(source)];
   if (nestsDeeperThan(tokens, MAX_BODY_DEPTH)) throw new MalformedBodyError(`the YAML body nests deeper than ${MAX_BODY_DEPTH} levels`);
-  const documents = [...new Composer().compose(tokens)];
+  // Keys given twice are found below, compared as the parsed object will hold them.
+  const documents = [...new Composer({ uniqueKeys: false }).compose(tokens)];
   if (documents.length > 1) throw new MalformedBodyError('invalid YAML: the body holds several documents; send one resource per request');
   const [document] = documents;
   if (document === undefined) return undefined;
@@ -26,6 +28,8 @@ export function parseYaml(source: string): unknown {
     const { line, col } = lines.linePos(error.pos[0]);
     throw new MalformedBodyError(`invalid YAML: ${clip(error.message, MESSAGE_LENGTH)} at line ${line}, column ${col}`, { cause: error });
   }
+  const duplicate = duplicateYamlKey(document);
+  if (duplicate !== undefined) throw duplicateKeyError('YAML', duplicate);
   try {
     // Aliases resolve to shared values here; what they expand to is measured by checkBodyShape.
     return document.toJS();

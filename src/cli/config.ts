@@ -7,6 +7,7 @@ import { parseInspectorUrl, parseNodePattern } from '../inspector/index.js';
 import { parseStoreSpec } from '../store/index.js';
 import { UsageError } from './errors.js';
 import {
+  keepsNothing,
   parseAddress,
   parseApiAuth,
   parseFile,
@@ -81,8 +82,8 @@ export const RUN_OPTIONS = {
     flag: 'store',
     env: 'CHANCERY_STORE',
     default: DEFAULTS.store,
-    value: 'memory|pglite:DIR|postgres://…',
-    help: 'where resources are kept',
+    value: 'memory|pglite:DIR|pglite:memory|postgres://…',
+    help: 'where resources are kept; memory and pglite:memory (PGlite in memory) keep nothing once the process exits',
     parse: parseStore,
   },
   workers: {
@@ -366,6 +367,13 @@ function apiAuthOf(config: RunConfig): Pick<ControlPlaneOptions, 'apiAuth'> {
   if (apiAuth === 'none' && !isLoopback(host)) {
     throw new UsageError(
       `--api-auth none on ${config.apiAddress} would let anyone who reaches it rewrite the fleet: listen on loopback (127.0.0.1) or use --api-auth token (README "Securing Chancery")`,
+    );
+  }
+  // An API token is made in the store before the server reads it (`api-token issue --store`): in
+  // one that lives only inside this process, none can ever be, and every call would be refused.
+  if (apiAuth === 'token' && keepsNothing(config.store)) {
+    throw new UsageError(
+      `--api-auth token with --store ${config.store}: no API token can ever exist in a store that lives only inside this process, so every API call would be refused; use --store pglite:DIR or postgres://… and 'chancery api-token issue --store' first, or --api-auth none on a loopback --api-address`,
     );
   }
   return { apiAuth };

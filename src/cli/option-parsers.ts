@@ -59,6 +59,12 @@ export function parseStore(text: string): string {
   return text;
 }
 
+/** Whether a store spec keeps nothing once its process ends: `memory`, `pglite:` and `pglite:memory`. */
+export function keepsNothing(spec: string): boolean {
+  const parsed = parseStoreSpec(spec);
+  return parsed.kind === 'memory' || (parsed.kind === 'pglite' && parsed.dir === undefined);
+}
+
 const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export function parseInstanceId(text: string): string {

@@ -2,6 +2,7 @@ import { SignJWT } from 'jose';
 import { nodeIdOf } from '../mesh/index.js';
 import type { WriteOptions } from '../store/index.js';
 import type { CredentialStore } from './credential-store.js';
+import { checkDataplaneSubject } from './dataplane-subject.js';
 import { privateKeyOf } from './key-pairs.js';
 import { expiryOf, LIFETIMES } from './lifetimes.js';
 import { currentSigningKey, rotateSigningKey } from './signing-keys.js';
@@ -30,10 +31,12 @@ export interface IssuedDataplaneToken {
 /**
  * Signs a token binding a stream to Dataplane `name` of `mesh` (an RS256 JWT, `sub` its node
  * id), with the mesh's newest signing key; a mesh without one gets its first key now. The
- * Dataplane need not exist yet: a node may connect before its resource is written.
+ * Dataplane must exist (`checkDataplaneSubject`): a token for a name no node has, or can have,
+ * would be a credential with nothing to speak for.
  */
 export async function issueDataplaneToken(store: CredentialStore, request: DataplaneTokenRequest, options: Pick<WriteOptions, 'caller'> = {}): Promise<IssuedDataplaneToken> {
   const { mesh, name, now } = request;
+  checkDataplaneSubject(store, mesh, name);
   const expiresAt = expiryOf(request.ttl ?? LIFETIMES.dataplane, now);
   const key = currentSigningKey(store, mesh) ?? (await rotateSigningKey(store, mesh, options));
   const node = nodeIdOf(mesh, name);

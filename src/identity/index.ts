@@ -4,6 +4,7 @@ export { credentialsChanged } from './credential-changes.js';
 export type { CredentialStore } from './credential-store.js';
 export { issueDataplaneToken, TOKEN_ISSUER, type DataplaneTokenRequest, type IssuedDataplaneToken } from './dataplane-tokens.js';
 export { InvalidIdentityRequestError, InvalidTokenLifetimeError } from './errors.js';
+export { isKeyId, KEY_ID_RULE } from './key-pairs.js';
 export { LIFETIMES, parseTtl } from './lifetimes.js';
 export { RefusalLog, type RefusalSummary } from './refusal-log.js';
 export { issueServiceAccount, publicServiceAccountKey, type IssuedServiceAccount, type ServiceAccountFile } from './service-accounts.js';

@@ -43,3 +43,13 @@ export function publicKeyOf(holder: { readonly publicKey: string }): KeyObject {
 export function privateKeyOf(holder: { readonly privateKey: string }): KeyObject {
   return parsedOnce(privateKeys, holder, ({ privateKey }) => createPrivateKey(privateKey));
 }
+
+const KEY_ID = /^[0-9a-f]{40}$/;
+
+/** Why a value is not a key id; the reason a refusal gives. */
+export const KEY_ID_RULE = 'must be a key id: 40 lowercase hexadecimal digits';
+
+/** True for a key id as `newKeyPair` makes them: what names every signing and service-account key. */
+export function isKeyId(value: string): boolean {
+  return KEY_ID.test(value);
+}

@@ -1,6 +1,7 @@
 import { nodeIdOf, type ServiceAccountKey, type Valid } from '../mesh/index.js';
 import type { Stored, WriteOptions } from '../store/index.js';
 import type { CredentialStore } from './credential-store.js';
+import { checkDataplaneSubject } from './dataplane-subject.js';
 import { newKeyPair } from './key-pairs.js';
 
 /**
@@ -26,7 +27,8 @@ export interface IssuedServiceAccount {
 /**
  * Makes a service account for Dataplane `name` of `mesh`: registers the public half of a new key
  * for that dataplane alone, and returns the key file holding the private half, which Chancery
- * does not keep. Rejects with `MeshNotFoundError` when the mesh does not exist.
+ * does not keep. Rejects as `checkDataplaneSubject` does, before making a key, when the names
+ * are not DNS labels or the Dataplane does not exist.
  */
 export async function issueServiceAccount(
   store: CredentialStore,
@@ -34,6 +36,7 @@ export async function issueServiceAccount(
   options: Pick<WriteOptions, 'caller'> = {},
 ): Promise<IssuedServiceAccount> {
   const { mesh, name } = request;
+  checkDataplaneSubject(store, mesh, name);
   const { kid, publicKey, privateKey } = newKeyPair();
   const key: ServiceAccountKey = { type: 'ServiceAccountKey', mesh, name: kid, dataplane: name, publicKey };
   const stored = (await store.put(Object.freeze(key) as Valid<ServiceAccountKey>, { ...options, expected: 'absent' })) as Stored<ServiceAccountKey>;

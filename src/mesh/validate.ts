@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { excerpt } from '../excerpt.js';
+import { fieldPath } from '../field-path.js';
 import { textProblem } from '../storable-text.js';
 import { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
 import { RESOURCE_LIMITS } from './limits.js';
@@ -165,7 +165,7 @@ function readTags(value: unknown, path: string, issues: Issues): Inbound['tags']
       if (service !== undefined) tags.push([key, service]);
       continue;
     }
-    const tagPath = pathOf(path, key);
+    const tagPath = fieldPath(path, key);
     const keyProblem = key === '' ? 'must not be empty' : textProblem(key, RESOURCE_LIMITS.tagKeyLength);
     if (keyProblem !== undefined) {
       issues.add(tagPath, `the tag key ${keyProblem}`);
@@ -248,7 +248,7 @@ function readAddress(value: unknown, path: string, issues: Issues): string | und
 
 function rejectUnknown(fields: Fields, known: readonly string[], path: string, what: string, issues: Issues): void {
   for (const key of Object.keys(fields)) {
-    if (!known.includes(key)) issues.add(pathOf(path, key), `unknown field; ${what} has ${known.join(', ')}`);
+    if (!known.includes(key)) issues.add(fieldPath(path, key), `unknown field; ${what} has ${known.join(', ')}`);
   }
 }
 
@@ -258,15 +258,4 @@ function isFields(value: unknown): value is Fields {
 
 function isPort(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 65535;
-}
-
-const IDENTIFIER = /^[A-Za-z_$][\w$]{0,62}$/;
-
-/**
- * `a.b` for a plain key, `a["kuma.io/zone"]` for one that would read ambiguously; a long key
- * is cut, as the path is repeated in the field, the reason and the issues of a refusal.
- */
-function pathOf(parent: string, key: string): string {
-  if (!IDENTIFIER.test(key)) return `${parent}[${excerpt(key)}]`;
-  return parent === '' ? key : `${parent}.${key}`;
 }

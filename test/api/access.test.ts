@@ -98,7 +98,7 @@ describe('who may call what', () => {
     ['POST', '/changes?dryRun=true', { items: [dataplane('default', 'preview-%s')] }, 200, 403, 403],
     // Dataplane tokens and service accounts.
     ['POST', '/meshes/payments/dataplanes/backend-1/token', {}, 201, 201, 403],
-    ['POST', '/meshes/default/dataplanes/backend-1/token', {}, 201, 403, 403],
+    ['POST', '/meshes/default/dataplanes/viewer/token', {}, 201, 403, 403],
     ['POST', '/meshes/payments/dataplanes/backend-1/service-account', {}, 201, 201, 403],
     ['POST', '/meshes/default/dataplanes/viewer/service-account', {}, 201, 403, 403],
     ['DELETE', '/meshes/payments/service-account-keys/{payments-account}', undefined, 204, 204, 403],
@@ -182,6 +182,7 @@ describe('who may call what', () => {
 
   it("records the writer who issued a mesh's first dataplane token as the author of the signing key it made", async () => {
     expect((await call('PUT', '/meshes/keyless', { token: tokens.admin, body: { type: 'Mesh', name: 'keyless' } })).status).toBe(201);
+    await harness.cp.apply(backendDataplane('app', 10005, 'app', 'keyless'));
     const writer = (await issueApiToken(harness.cp.store, { name: 'keyless-ci', role: 'writer', meshes: ['keyless'], now: Date.now() })).token;
     const before = (await storedEvents()).length;
     expect((await call('POST', '/meshes/keyless/dataplanes/app/token', { token: writer, body: {} })).status).toBe(201);
@@ -260,6 +261,15 @@ describe('issuing API tokens', () => {
     [{ name: 'x', role: 'root' }, 'role'],
     [{ name: 'y', role: 'reader', ttl: 'forever' }, 'ttl'],
     [{ name: 'z', role: 'reader', colour: 'blue' }, 'colour'],
+    // Never coerced: 123 is not the name "123", nor 42 the mesh "42".
+    [{ name: 123, role: 'reader' }, 'name'],
+    [{ role: 'reader' }, 'name'],
+    [{ name: 'typed', role: 5 }, 'role'],
+    [{ name: 'typed', role: 'writer', meshes: [42, true] }, 'meshes[0]'],
+    [{ name: 'typed', role: 'writer', meshes: ['payments', null] }, 'meshes[1]'],
+    [{ name: 'typed', role: 'writer', meshes: { a: 1 } }, 'meshes'],
+    [{ name: 'typed', role: 'writer', meshes: 'payments' }, 'meshes'],
+    [['typed'], 'body'],
   ])('refuses %j with 400 naming the field, and stores nothing', async (body, field) => {
     const before = (await events()).length;
     const answer = await call('POST', '/api-tokens', { token: tokens.admin, body });
@@ -272,5 +282,35 @@ describe('issuing API tokens', () => {
     const answer = await call('POST', '/api-tokens', { token: tokens.admin, body: { name: 'ci', role: 'admin' } });
     expect(answer.status).toBe(409);
     expect((await call('GET', '/meshes', { token: tokens.writer })).status).toBe(200);
+  });
+});
+
+describe('issuing dataplane tokens and service accounts', () => {
+  beforeAll(async () => {
+    // A mesh with no signing key yet: a token issued for it would make the first one.
+    await harness.cp.apply({ type: 'Mesh', name: 'unsigned' });
+    await harness.cp.apply(backendDataplane('real', 10006, 'real', 'unsigned'));
+  });
+
+  it.each([
+    ['a name that is not a DNS label', '/meshes/unsigned/dataplanes/BAD_NAME', 400, 'CHANCERY_API_INVALID_NAME', 'name'],
+    ['a name of 250 characters', `/meshes/unsigned/dataplanes/${'a'.repeat(250)}`, 400, 'CHANCERY_API_INVALID_NAME', 'name'],
+    ['a name with a mark, a space and a path', `/meshes/unsigned/dataplanes/${encodeURIComponent('✓ x/../')}`, 400, 'CHANCERY_API_INVALID_NAME', 'name'],
+    ['a mesh that is not a DNS label', '/meshes/Unsigned/dataplanes/real', 400, 'CHANCERY_API_INVALID_NAME', 'mesh'],
+    ['a Dataplane that does not exist', '/meshes/unsigned/dataplanes/ghost', 404, 'CHANCERY_STORE_NOT_FOUND', 'name'],
+    ['a mesh that does not exist', '/meshes/nowhere/dataplanes/real', 404, 'CHANCERY_STORE_NOT_FOUND', 'mesh'],
+  ])('refuses a token and a service account for %s, naming the field, and stores nothing', async (_what, dataplane, status, code, field) => {
+    for (const credential of ['token', 'service-account']) {
+      const before = (await events()).length;
+      const answer = await call('POST', `${dataplane}/${credential}`, { token: tokens.admin, body: {} });
+      expect(answer.status, `${credential}: ${JSON.stringify(answer.body)}`).toBe(status);
+      expect(answer.body).toMatchObject({ code, field });
+      expect((await events()).length, credential).toBe(before);
+    }
+  });
+
+  it('issues both for a Dataplane that exists', async () => {
+    expect((await call('POST', '/meshes/unsigned/dataplanes/real/token', { token: tokens.admin, body: {} })).body).toMatchObject({ node: 'unsigned.real' });
+    expect((await call('POST', '/meshes/unsigned/dataplanes/real/service-account', { token: tokens.admin, body: {} })).body).toMatchObject({ client_email: 'unsigned.real' });
   });
 });

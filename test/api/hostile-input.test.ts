@@ -80,16 +80,19 @@ describe('issue 11: NUL and lone surrogates are refused by validation, naming th
 
   it('refuses a NUL in a name in the URL with 400 naming it', async () => {
     const answer = await everywhere('/meshes/default/dataplanes/web%001', put(taggedDataplane({})));
-    expect(answer).toMatchObject({ status: 400, body: { code: 'CHANCERY_API_INVALID_RESOURCE', field: 'name' } });
+    expect(answer).toMatchObject({ status: 400, body: { code: 'CHANCERY_API_INVALID_NAME', field: 'name' } });
   });
 
   it.each([
-    ['GET', '/meshes/web%00/history'],
-    ['GET', '/meshes/default/dataplanes/web%001?revision=1'],
-    ['DELETE', '/meshes/default/dataplanes/web%001'],
-  ])('answers %s %s, a name no resource can have, with 404 and without asking the store', async (method, path) => {
+    ['GET', '/meshes/web%00/history', 'mesh'],
+    ['GET', '/meshes/default/dataplanes/web%001?revision=1', 'name'],
+    ['DELETE', '/meshes/default/dataplanes/web%001', 'name'],
+    ['GET', '/meshes/BAD_NAME', 'mesh'],
+    ['DELETE', '/api-tokens/BAD_NAME', 'name'],
+    ['GET', '/sessions/no-dot', 'node'],
+  ])('answers %s %s, a name no resource can have, with 400 naming it and without asking the store', async (method, path, field) => {
     const answer = await everywhere(path, { method });
-    expect(answer).toMatchObject({ status: 404, body: { code: 'CHANCERY_STORE_NOT_FOUND' } });
+    expect(answer).toMatchObject({ status: 400, body: { code: 'CHANCERY_API_INVALID_NAME', field } });
   });
 
   it('refuses a surrogate encoded into the URL (not UTF-8) as a malformed URL', async () => {

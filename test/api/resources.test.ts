@@ -142,10 +142,15 @@ describe('dataplanes', () => {
 describe('optimistic concurrency', () => {
   const url = () => `${api.url}/meshes/default/dataplanes/backend-1`;
 
-  it('writes when If-Match names the current version, quoted or bare', async () => {
-    await putJson(url(), dataplaneBody('backend-1'));
-    expect((await putJson(url(), dataplaneBody('backend-1', 10002), { 'if-match': '"1"' })).status).toBe(200);
-    expect((await putJson(url(), dataplaneBody('backend-1', 10003), { 'if-match': '2' })).status).toBe(200);
+  it('writes when If-Match names the current version as the ETag gives it, and refuses the version without its quotes', async () => {
+    const created = await putJson(url(), dataplaneBody('backend-1'));
+    const etag = created.headers.get('etag')!;
+    expect((await putJson(url(), dataplaneBody('backend-1', 10002), { 'if-match': etag })).status).toBe(200);
+    const before = api.contents();
+    const bare = await putJson(url(), dataplaneBody('backend-1', 10003), { 'if-match': '2' });
+    expect(bare.status).toBe(400);
+    expect(await bare.json()).toMatchObject({ code: 'CHANCERY_API_INVALID_PRECONDITION', field: 'If-Match' });
+    expect(api.contents()).toEqual(before);
   });
 
   it('answers 409 to a stale If-Match and leaves the store unchanged', async () => {

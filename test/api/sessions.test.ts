@@ -63,6 +63,9 @@ describe('GET /sessions', () => {
     ['/sessions?offset=-1', 'offset'],
     ['/sessions?limit=ten', 'limit'],
     ['/sessions?mesh=a&mesh=b', 'mesh'],
+    // A name no mesh or node can have would list nothing, hiding the typo.
+    ['/sessions?mesh=BAD_NAME', 'mesh'],
+    ['/sessions/events?node=no-dot', 'node'],
   ])('refuses %s naming the %s parameter', async (path, field) => {
     const { status, body } = await getJson(path);
     expect(status).toBe(400);

@@ -65,6 +65,19 @@ describe('the run option table', () => {
     expect(usageMessage(() => resolve({ 'api-auth': 'basic' }))).toBe('--api-auth: expected none or token; got "basic"');
   });
 
+  it('refuses API tokens over a store that lives only in the process, where no token can ever be made', () => {
+    const logger = pino({ level: 'silent' });
+    for (const store of ['memory', 'pglite:memory', 'pglite:']) {
+      expect(usageMessage(() => controlPlaneOptionsOf(resolve({ store, 'api-auth': 'token' }), logger))).toMatch(
+        new RegExp(`^--api-auth token with --store ${store}: no API token can ever exist in a store that lives only inside this process`),
+      );
+    }
+    // Tokens are the default off loopback: the same refusal.
+    expect(usageMessage(() => controlPlaneOptionsOf(resolve({ store: 'memory', 'api-address': '0.0.0.0:5681' }), logger))).toMatch(/^--api-auth token with --store memory/);
+    expect(controlPlaneOptionsOf(resolve({ store: 'memory' }), logger).apiAuth).toBe('none');
+    expect(controlPlaneOptionsOf(resolve({ store: 'pglite:./data', 'api-auth': 'token' }), logger).apiAuth).toBe('token');
+  });
+
   it('takes TLS files per listener, a certificate with its key, a client CA only beside them', () => {
     const logger = pino({ level: 'silent' });
     expect(controlPlaneOptionsOf(resolve({ 'xds-tls-cert': 'c.pem', 'xds-tls-key': 'k.pem', 'xds-tls-client-ca': 'ca.pem' }), logger)).toMatchObject({

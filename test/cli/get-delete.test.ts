@@ -58,7 +58,13 @@ describe('chancery get', () => {
   it('exits 1 with the server reason for a resource that does not exist', async () => {
     const { code, stderr } = await cli('get', 'dp', 'backend-9');
     expect(code).toBe(1);
-    expect(stderr).toBe('CHANCERY_STORE_NOT_FOUND (HTTP 404): Dataplane default/backend-9 does not exist\n');
+    expect(stderr).toBe('CHANCERY_STORE_NOT_FOUND (HTTP 404): Dataplane default/backend-9 does not exist\n  field: name\n');
+  });
+
+  it('exits 1 with the field the server names for a name no resource can have', async () => {
+    const { code, stderr } = await cli('get', 'dp', 'Backend_9');
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^CHANCERY_API_INVALID_NAME \(HTTP 400\): name "Backend_9" in the URL path must be a DNS label.*\n  field: name\n$/);
   });
 
   it('says so on stderr when a mesh has no dataplanes', async () => {

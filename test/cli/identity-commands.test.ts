@@ -94,11 +94,15 @@ describe('chancery token issue', () => {
     [['token', 'issue', '--mesh', 'secure'], 2, /--mesh MESH and --name NAME are required/],
     [['token', 'issue', '--mesh', 'Secure', '--name', 'web'], 2, /--mesh must be a DNS label/],
     [['token', 'issue', '--mesh', 'secure', '--name', 'web', '--ttl', 'forever'], 1, /CHANCERY_IDENTITY_INVALID_TTL \(HTTP 400\).*ttl must be a duration/],
-    [['token', 'issue', '--mesh', 'nowhere', '--name', 'web'], 1, /CHANCERY_STORE_MESH_NOT_FOUND/],
+    [['token', 'issue', '--mesh', 'nowhere', '--name', 'web'], 1, /CHANCERY_STORE_NOT_FOUND \(HTTP 404\).*Mesh nowhere does not exist/],
+    // A token for a node Chancery cannot serve speaks for nothing.
+    [['token', 'issue', '--mesh', 'secure', '--name', 'ghost'], 1, /CHANCERY_STORE_NOT_FOUND \(HTTP 404\).*Dataplane secure\/ghost does not exist/],
   ])('refuses %j', async (argv, exit, message) => {
+    const signingKeys = harness.cp.store.list('SigningKey').length;
     const { code, stderr } = await cli(argv);
     expect(code).toBe(exit);
     expect(stderr).toMatch(message);
+    expect(harness.cp.store.list('SigningKey')).toHaveLength(signingKeys);
   });
 
   it('is refused to a reader, with the 403 the API answered', async () => {
@@ -144,6 +148,29 @@ describe('chancery api-token', () => {
     expect((await cli(['get', 'meshes'], deployer)).stderr).toMatch(/HTTP 401/);
   });
 
+  it('never writes over a file that may hold the only copy of a working token, unless --force says so', async () => {
+    const file = path.join(dir, 'kept.token');
+    expect((await cli(['api-token', 'issue', '--name', 'kept', '--role', 'reader', '--output', file])).code).toBe(0);
+    const first = readFileSync(file, 'utf8');
+    const again = await cli(['api-token', 'issue', '--name', 'kept-2', '--role', 'reader', '--output', file]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/--output .*kept\.token exists: it may hold the only copy of an API token that still works/);
+    expect(readFileSync(file, 'utf8')).toBe(first);
+    expect((await cli(['api-token', 'list'])).stdout).not.toMatch(/^kept-2 /m);
+
+    const forced = await cli(['api-token', 'issue', '--name', 'kept-2', '--role', 'reader', '--output', file, '--force']);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(readFileSync(file, 'utf8')).toMatch(/^chancery\.kept-2\./);
+    expect(forced.stderr).toContain(`replaced ${file}: the token "kept" it held still works until revoked (chancery api-token revoke kept)`);
+  });
+
+  it('says plainly that a token it is asked to revoke does not exist', async () => {
+    const { code, stderr } = await cli(['api-token', 'revoke', 'nobody']);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/CHANCERY_STORE_NOT_FOUND \(HTTP 404\).*ApiToken nobody does not exist/);
+    expect(stderr).not.toContain('nobody/nobody');
+  });
+
   it('makes the first admin token straight in the store, which a control plane on that store then accepts', async () => {
     const store = `pglite:${path.join(dir, 'first-admin')}`;
     const file = path.join(dir, 'admin.token');
@@ -167,6 +194,17 @@ describe('chancery api-token', () => {
     [['api-token', 'issue', '--name', 'x', '--role', 'root'], /--role must be one of admin, writer, reader/],
     [['api-token', 'issue', '--name', 'x', '--role', 'admin', '--store', 'mysql://db'], /--store: /],
     [['api-token', 'revoke'], /say which token/],
+    // A store that lives only inside the command: no server could ever read what it writes.
+    [['api-token', 'issue', '--name', 'x', '--role', 'admin', '--store', 'memory'], /--store memory lives only inside this command .* would change nothing/],
+    [['api-token', 'issue', '--name', 'x', '--role', 'admin', '--store', 'pglite:memory'], /--store pglite:memory lives only inside this command/],
+    [['api-token', 'issue', '--name', 'x', '--role', 'admin', '--store', 'pglite:'], /--store pglite: lives only inside this command/],
+    [['api-token', 'revoke', 'x', '--store', 'memory'], /--store memory lives only inside this command/],
+    // A flag an action does not take is refused, never ignored: list --store would read through the API.
+    [['api-token', 'list', '--store', `pglite:${path.join(tmpdir(), 'chancery-never-opened')}`], /--store does not apply to api-token list/],
+    [['api-token', 'revoke', 'x', '--role', 'admin'], /--role does not apply to api-token revoke/],
+    [['api-token', 'issue', '--name', 'x', '--role', 'reader', '--force'], /--force applies to --output/],
+    [['api-token', 'issue', '--name', 'x', '--role', 'admin', '--store', `pglite:${path.join(tmpdir(), 'chancery-never-opened')}`, '--api-address', '127.0.0.1:1'], /--api-address does not apply with --store/],
+    [['api-token', 'revoke', 'BAD_NAME'], /NAME must be a DNS label/],
   ])('refuses %j with exit 2', async (argv, message) => {
     const { code, stderr } = await cli(argv);
     expect(code).toBe(2);
@@ -211,7 +249,32 @@ describe('chancery bootstrap with credentials', () => {
     expect(JSON.stringify(key)).not.toContain('PRIVATE KEY');
   });
 
+  it('never writes over the only copy of a registered key, unless --force says so, and then removes that key', async () => {
+    const out = path.join(dir, 'grpc-twice');
+    expect((await cli(['bootstrap', 'grpc', '--node', 'secure.web', '--credentials-out', out])).code).toBe(0);
+    const file = path.join(out, 'service-account.json');
+    const first = readFileSync(file, 'utf8');
+    const oldKid = JSON.parse(first).private_key_id as string;
+    const keys = () => harness.cp.store.list('ServiceAccountKey', 'secure').map((key) => key.resource.name);
+    const registered = keys();
+
+    const again = await cli(['bootstrap', 'grpc', '--node', 'secure.web', '--credentials-out', out]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(new RegExp(`already holds service-account\\.json, bootstrap\\.json, env: its service-account\\.json holds the only copy of the private key ${oldKid} \\(node secure\\.web\\).*--force`));
+    expect(readFileSync(file, 'utf8')).toBe(first);
+    expect(keys()).toEqual(registered);
+
+    const forced = await cli(['bootstrap', 'grpc', '--node', 'secure.web', '--credentials-out', out, '--force']);
+    expect(forced.code, forced.stderr).toBe(0);
+    const newKid = JSON.parse(readFileSync(file, 'utf8')).private_key_id as string;
+    expect(newKid).not.toBe(oldKid);
+    expect(forced.stderr).toBe(`replaced the service account of node secure.web: its old key ${oldKid} is removed from the store, and a client still using it is refused from now on\n`);
+    expect(keys()).toContain(newKid);
+    expect(keys()).not.toContain(oldKid);
+  });
+
   it.each([
+    [['bootstrap', 'grpc', '--node', 'secure.web', '--force'], /--force applies to --credentials-out/],
     [['bootstrap', 'grpc', '--node', 'secure.web', '--token-file', 'f'], /--token-file applies to envoy/],
     [['bootstrap', 'envoy', '--node', 'secure.web', '--credentials-out', 'd'], /--credentials-out applies to grpc/],
     [['bootstrap', 'grpc', '--node', 'secure.web', '--xds-ca-file', 'ca'], /--xds-ca-file applies to gRPC with --credentials-out/],

@@ -21,6 +21,18 @@ describe('chancery', () => {
     expect(stdout).toContain('--api-address');
   });
 
+  it('refuses a flag given twice rather than keep the last one', async () => {
+    for (const argv of [
+      ['get', 'dataplane', 'web', '--mesh', 'a', '--mesh', 'b'],
+      ['get', 'meshes', '-o', 'json', '--output', 'yaml'],
+      ['run', '--store', 'pglite:./elsewhere', '--store', 'memory'],
+    ]) {
+      const { code, stderr } = await runCli(argv);
+      expect(code, argv.join(' ')).toBe(2);
+      expect(stderr).toMatch(/--(mesh|output|store) is given twice; give it once/);
+    }
+  });
+
   it('exits 2 without a command, and for an unknown command', async () => {
     expect((await runCli([])).code).toBe(2);
     const { code, stderr } = await runCli(['deploy']);
@@ -96,6 +108,17 @@ describe('chancery run', () => {
     const fromEnv = await runCli(['run'], { env: { CHANCERY_XDS_ADDRESS: 'nowhere' } });
     expect(fromEnv.code).toBe(2);
     expect(fromEnv.stderr).toContain('CHANCERY_XDS_ADDRESS (--xds-address): expected host:port');
+  });
+
+  it('refuses to start with API tokens over a memory store, where no call could ever be made', async () => {
+    const { code, stdout, stderr } = await runCli(['run', '--store', 'memory', '--api-auth', 'token', '--xds-address', '127.0.0.1:0', '--api-address', '127.0.0.1:0']);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/--api-auth token with --store memory: no API token can ever exist/);
+  });
+
+  it('lists every store it takes in --help, pglite:memory included', async () => {
+    expect((await runCli(['run', '--help'])).stdout).toContain('--store memory|pglite:DIR|pglite:memory|postgres://…');
   });
 
   it('exits 2 for an unknown flag or an argument', async () => {

@@ -129,6 +129,56 @@ describe('the Client Status Discovery Service', () => {
     expect(configs.map((c) => c.version_info)).not.toContain(changed.systemVersionInfo);
   });
 
+  it('tells a response the node has not answered yet as STALE and REQUESTED, a later one too after it ACKed an earlier, and a name never sent as NOT_SENT', async () => {
+    await harness.cp.apply(envoyDataplane('web-2', { inbound: [{ port: 10012, servicePort: 9012, service: 'web' }] }));
+    const stream = AdsStream.open(harness.xds);
+    streams.push(stream);
+    stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-2' });
+    const first = await stream.nextResponse();
+    // EDS for a cluster the node has, and for one that does not exist: only the first can be sent.
+    stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend', 'nowhere'] });
+    const endpoints = await stream.nextResponse();
+    const statusOf = async () => {
+      const response = await fetchStatus({ node_matchers: [{ node_id: { exact: 'default.web-2' } }] });
+      return response.config![0]!.generic_xds_configs!.map((c) => [c.type_url, c.name, c.version_info ?? '', c.config_status, c.client_status]);
+    };
+
+    expect(await statusOf()).toEqual([
+      [CLUSTER, 'backend', first.versionInfo, 'STALE', 'REQUESTED'],
+      [CLUSTER, 'localhost:9012', first.versionInfo, 'STALE', 'REQUESTED'],
+      [ENDPOINT, 'backend', endpoints.versionInfo, 'STALE', 'REQUESTED'],
+      [ENDPOINT, 'nowhere', '', 'NOT_SENT', 'REQUESTED'],
+    ]);
+
+    stream.ack(first);
+    await until(() => harness.cp.session('default.web-2')?.types['CDS']?.acked?.nonce === first.nonce);
+    expect((await statusOf()).filter(([typeUrl]) => typeUrl === CLUSTER)).toEqual([
+      [CLUSTER, 'backend', first.versionInfo, 'SYNCED', 'ACKED'],
+      [CLUSTER, 'localhost:9012', first.versionInfo, 'SYNCED', 'ACKED'],
+    ]);
+
+    // The app port moves: a new CDS response, which the node has not answered, though it ACKed the one before.
+    await harness.cp.apply(envoyDataplane('web-2', { inbound: [{ port: 10012, servicePort: 9013, service: 'web' }] }));
+    await stream.until(() => stream.responses.some((response) => response.typeUrl === CLUSTER && response.nonce !== first.nonce), 'the changed CDS response');
+    const changed = stream.responses.find((response) => response.typeUrl === CLUSTER && response.nonce !== first.nonce)!;
+    expect((await statusOf()).filter(([typeUrl]) => typeUrl === CLUSTER)).toEqual([
+      [CLUSTER, 'backend', changed.versionInfo, 'STALE', 'REQUESTED'],
+      [CLUSTER, 'localhost:9013', changed.versionInfo, 'STALE', 'REQUESTED'],
+    ]);
+  });
+
+  it('tells a Delta response the node has not answered yet as STALE and REQUESTED', async () => {
+    await harness.cp.apply(envoyDataplane('web-2', { inbound: [{ port: 10012, servicePort: 9012, service: 'web' }] }));
+    const delta = DeltaStream.open(harness.xds);
+    streams.push(delta);
+    delta.send({ typeUrl: CLUSTER, nodeId: 'default.web-2' });
+    const clusters = await delta.nextResponse();
+    const response = await fetchStatus({ node_matchers: [{ node_id: { exact: 'default.web-2' } }] });
+    expect(response.config![0]!.generic_xds_configs!.map((c) => [c.name, c.version_info, c.config_status, c.client_status])).toEqual(
+      clusters.resources.map((resource) => [resource.name, resource.version, 'STALE', 'REQUESTED']),
+    );
+  });
+
   it('selects nodes by id: exact, prefix, suffix and regular expression, any of them', async () => {
     expect(nodesOf(await fetchStatus({ node_matchers: [{ node_id: { exact: 'default.web-1' } }] }))).toEqual(['default.web-1']);
     expect(nodesOf(await fetchStatus({ node_matchers: [{ node_id: { prefix: 'default.' } }] }))).toEqual(['default.backend-1', 'default.web-1']);

@@ -70,7 +70,8 @@ describe('the node is read from the first request only (xDS "node only on the fi
     expect(stream.responses).toEqual([]);
     // The refused node leaves no session behind (I3).
     expect(harness.cp.session(node)).toBeUndefined();
-    expect((await getSession(harness, node)).status).toBe(404);
+    // The API refuses the id itself: no session can have it (400 CHANCERY_API_INVALID_NAME).
+    expect((await getSession(harness, node)).status).toBe(400);
   });
 });
 

@@ -1,10 +1,12 @@
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { HOST_PORT_RULE, parseHostPort } from '../../host-port.js';
 import { parseNodeId } from '../../mesh/index.js';
+import type { ApiClient } from '../api-client.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
-import { UsageError } from '../errors.js';
+import { ApiRejectedError, UsageError } from '../errors.js';
 import { EXIT } from '../report-error.js';
 import { resourcePath } from '../resource-paths.js';
 import { writeOutput } from '../write-output.js';
@@ -18,6 +20,7 @@ const OPTIONS = {
   'token-file': { type: 'string' },
   'xds-ca-file': { type: 'string' },
   'credentials-out': { type: 'string' },
+  force: { type: 'boolean' },
   ...CLIENT_FLAGS,
 } as const;
 
@@ -31,7 +34,7 @@ export const bootstrapCommand: Command = {
   summary: 'print the bootstrap a dataplane starts from: Envoy YAML or gRPC JSON',
   help: `Usage: chancery bootstrap envoy --node MESH.NAME [--xds HOST:PORT] [--admin-port N] [--delta]
                                   [--token-file FILE] [--xds-ca-file PATH] [--output FILE]
-       chancery bootstrap grpc --node MESH.NAME [--xds HOST:PORT] [--credentials-out DIR [--xds-ca-file PATH]] [--output FILE]
+       chancery bootstrap grpc --node MESH.NAME [--xds HOST:PORT] [--credentials-out DIR [--xds-ca-file PATH] [--force]] [--output FILE]
 
 Prints what a dataplane needs to connect to Chancery, for the Dataplane its node id names
 (it must exist). The same as GET /meshes/MESH/dataplanes/NAME/bootstrap?format=envoy|grpc.
@@ -44,7 +47,10 @@ Prints what a dataplane needs to connect to Chancery, for the Dataplane its node
           --credentials-out DIR: a service account for the node (its public key registered in
           the store), DIR/service-account.json, DIR/bootstrap.json with google_default
           credentials (TLS, and a JWT the client signs on every stream), and DIR/env with the
-          variables to run the client with, printed too
+          variables to run the client with, printed too. A DIR that holds any of them already
+          is refused: its service-account.json is the only copy of a key that is still
+          registered. With --force they are replaced, and the key the old file held is
+          removed from the store, so a client still using it is refused from then on
 
 Options:
   --node MESH.NAME
@@ -63,6 +69,8 @@ Options:
       gRPC with --credentials-out: the CA file for GRPC_DEFAULT_SSL_ROOTS_FILE_PATH
   --credentials-out DIR
       gRPC: make a service account and write the files above into DIR
+  --force
+      with --credentials-out: replace the files DIR holds, removing the old service account's key
   --output FILE
       write to FILE instead of stdout
 ${CLIENT_HELP}
@@ -85,6 +93,7 @@ ${CLIENT_HELP}
     } else if (values['credentials-out'] !== undefined) {
       throw new UsageError('--credentials-out applies to grpc; an Envoy takes --token-file');
     }
+    if (values.force && values['credentials-out'] === undefined) throw new UsageError('--force applies to --credentials-out: it replaces the files that DIR holds');
     const query = new URLSearchParams({ format });
     if (values.xds !== undefined) {
       if (parseHostPort(values.xds) === undefined) throw new UsageError(`--xds must be ${HOST_PORT_RULE}; got "${values.xds}"`);
@@ -99,6 +108,8 @@ ${CLIENT_HELP}
     const caFile = values['xds-ca-file'];
     if (caFile !== undefined && format === 'envoy') query.set('caFile', caFile);
     const credentialsOut = values['credentials-out'];
+    // Checked before anything is made: a refusal leaves the store as it was.
+    const replaced = credentialsOut === undefined ? undefined : await existingCredentials(credentialsOut, values.force === true);
     if (credentialsOut !== undefined) query.set('credentials', 'google_default');
     const dataplane = resourcePath({ type: 'Dataplane', mesh: node.mesh, name: node.name });
     const client = clientFrom(values, io.env);
@@ -110,6 +121,7 @@ ${CLIENT_HELP}
     }
     const { body: account } = await client.request('POST', `${dataplane}/service-account`, {});
     io.stdout.write(await writeCredentials(credentialsOut, bootstrap, account, caFile));
+    if (replaced !== undefined) io.stderr.write(`${await removeReplacedKey(client, replaced)}\n`);
     return EXIT.ok;
   },
 };
@@ -146,4 +158,53 @@ async function writeCredentials(dir: string, bootstrap: string, account: unknown
     throw new UsageError(`--credentials-out ${dir}: ${(error as Error).message}`);
   }
   return `${env.map((line) => `export ${line}`).join('\n')}\n`;
+}
+
+/** The files `--credentials-out` writes. */
+const CREDENTIAL_FILES = ['service-account.json', 'bootstrap.json', 'env'] as const;
+
+/** The service account a `--force` replaces: what its old key file said, if it held one. */
+type Replaced = { readonly file: string } & ({ readonly kid: string; readonly mesh: string; readonly node: string } | { readonly kid?: undefined });
+
+/**
+ * Refuses a DIR that holds any of the files `--credentials-out` writes, unless `force`: its
+ * service-account.json is the only copy of a private key the store still trusts, and writing
+ * over it would leave that key registered with no one able to use or name it. With `force`,
+ * answers the key file to replace (undefined when there is none).
+ */
+async function existingCredentials(dir: string, force: boolean): Promise<Replaced | undefined> {
+  const found = CREDENTIAL_FILES.filter((name) => existsSync(path.join(dir, name)));
+  if (found.length === 0) return undefined;
+  const file = path.join(dir, 'service-account.json');
+  const account = existsSync(file) ? await readAccount(file) : undefined;
+  if (!force) {
+    const held = account?.kid === undefined ? '' : `: its service-account.json holds the only copy of the private key ${account.kid} (node ${account.node}), which the store still trusts`;
+    throw new UsageError(`--credentials-out ${dir} already holds ${found.join(', ')}${held}. Choose another DIR, or pass --force to replace them and remove the old key from the store`);
+  }
+  return account ?? { file };
+}
+
+/** What an existing key file says of its key; without a kid when it is not a service account Chancery made. */
+async function readAccount(file: string): Promise<Replaced> {
+  try {
+    const { private_key_id: kid, client_email: node } = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+    const parsed = typeof node === 'string' ? parseNodeId(node) : undefined;
+    if (typeof kid === 'string' && typeof node === 'string' && parsed?.ok) return { file, kid, mesh: parsed.mesh, node };
+  } catch {
+    // Unreadable or not JSON: not a key Chancery can find, so there is nothing to remove.
+  }
+  return { file };
+}
+
+/** Removes the key a `--force` wrote over; answers what became of it. */
+async function removeReplacedKey(client: ApiClient, replaced: Replaced): Promise<string> {
+  if (replaced.kid === undefined) return `replaced ${replaced.file}, which held no service account Chancery made: no key removed`;
+  const { kid, mesh, node } = replaced;
+  try {
+    await client.request('DELETE', `/meshes/${encodeURIComponent(mesh)}/service-account-keys/${encodeURIComponent(kid)}`);
+  } catch (error) {
+    if (error instanceof ApiRejectedError && error.status === 404) return `replaced the service account of node ${node}: its old key ${kid} was no longer in the store`;
+    throw error;
+  }
+  return `replaced the service account of node ${node}: its old key ${kid} is removed from the store, and a client still using it is refused from now on`;
 }

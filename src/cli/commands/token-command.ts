@@ -15,8 +15,8 @@ export const tokenCommand: Command = {
 Prints a token binding an xDS stream to Dataplane NAME of MESH (node id MESH.NAME): an RS256
 JWT signed with the mesh's newest signing key (its first is made now if it has none). A mesh
 with dataplaneAuth: token serves a stream only with such a token in its authorization
-metadata, as 'chancery bootstrap envoy --token-file FILE' puts it. The Dataplane need not
-exist yet. Removing the key that signed it (chancery key remove) revokes it.
+metadata, as 'chancery bootstrap envoy --token-file FILE' puts it. The Dataplane must exist:
+apply it first. Removing the key that signed it (chancery key remove) revokes it.
 POST /meshes/MESH/dataplanes/NAME/token does the same.
 
 Options:
