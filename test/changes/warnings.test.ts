@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { fleetFactsOf, NO_FACTS, warningsOf, type FleetFacts, type SessionFacts } from '../../src/changes/index.js';
+import { validate, type Resource, type Valid } from '../../src/mesh/index.js';
+import { applyEvents, asResourceVersion, asSeq, emptyProjection, type Projection, type ResourceEvent } from '../../src/store/index.js';
+
+const at = '2030-01-01T00:00:00.000Z';
+const by = { instance: 'test' };
+
+function valid(input: object): Valid<Resource> {
+  const result = validate(input);
+  if (!result.ok) throw new Error(JSON.stringify(result.issues));
+  return result.resource;
+}
+
+const mesh = valid({ type: 'Mesh', name: 'default', dataplaneAuth: 'none' });
+const serving = (name: string, service: string, port = 10001) => valid({ type: 'Dataplane', mesh: 'default', name, networking: { address: '127.0.0.1', inbound: [{ port, tags: { service } }] } });
+const calling = (name: string, service: string) => valid({ type: 'Dataplane', mesh: 'default', name, networking: { address: '127.0.0.1', outbound: [{ port: 20001, service }] } });
+const client = (name: string) => valid({ type: 'Dataplane', mesh: 'default', name, networking: { address: '127.0.0.1' } });
+
+/** A projection holding these resources, each written once. */
+function holding(...resources: Valid<Resource>[]): Projection {
+  const events = [mesh, ...resources].map(
+    (resource, i): ResourceEvent => ({
+      seq: asSeq(i + 1),
+      key: { type: resource.type, mesh: 'default', name: resource.name },
+      version: asResourceVersion(1),
+      at,
+      by,
+      kind: 'upserted',
+      resource,
+    }),
+  );
+  return applyEvents(emptyProjection(), events);
+}
+
+/** `before` with the named dataplanes deleted and `resources` written, as one batch. */
+function after(before: Projection, change: { readonly put?: Valid<Resource>[]; readonly remove?: string[] }): Projection {
+  let seq = before.revision;
+  const events: ResourceEvent[] = [
+    ...(change.remove ?? []).map((name): ResourceEvent => ({ seq: asSeq(++seq), key: { type: 'Dataplane', mesh: 'default', name }, version: asResourceVersion(2), at, by, kind: 'deleted' })),
+    ...(change.put ?? []).map((resource): ResourceEvent => ({ seq: asSeq(++seq), key: { type: resource.type, mesh: 'default', name: resource.name }, version: asResourceVersion(2), at, by, kind: 'upserted', resource })),
+  ];
+  return applyEvents(before, events);
+}
+
+const session = (node: string, state: string, instance = 'cp-1', names: readonly string[] = []): SessionFacts => ({
+  node,
+  state,
+  instance,
+  types: names.length === 0 ? {} : { LDS: { subscription: { wildcard: false, names } }, CDS: { subscription: { wildcard: false, names } } },
+});
+
+const kinds = (before: Projection, next: Projection, facts: FleetFacts = NO_FACTS) => warningsOf({ before, after: next, facts }).map((warning) => warning.kind);
+
+describe('warnings: a service losing its last endpoint while nodes call it', () => {
+  const fleet = holding(serving('echo-1', 'echo'), calling('web-1', 'echo'), calling('web-2', 'echo'));
+
+  it('fires when the last endpoint goes while Envoys call the service, counting and naming them', () => {
+    const [warning] = warningsOf({ before: fleet, after: after(fleet, { remove: ['echo-1'] }), facts: NO_FACTS });
+    expect(warning).toEqual({
+      kind: 'service-loses-last-endpoint',
+      mesh: 'default',
+      service: 'echo',
+      callers: 2,
+      nodes: ['default.web-1', 'default.web-2'],
+      message: 'service echo in mesh default loses its last endpoint while 2 nodes call it (default.web-1, default.web-2): their calls will fail',
+    });
+  });
+
+  it('fires when the last endpoint moves to another service too', () => {
+    expect(kinds(fleet, after(fleet, { put: [serving('echo-1', 'other')] }))).toEqual(['service-loses-last-endpoint']);
+  });
+
+  it('counts a proxyless gRPC client subscribed to the service by name, on any instance', () => {
+    const grpc = holding(serving('greeter-1', 'greeter'), client('client'));
+    const facts = fleetFactsOf([session('default.client', 'serving', 'cp-2', ['greeter'])]);
+    const [warning] = warningsOf({ before: grpc, after: after(grpc, { remove: ['greeter-1'] }), facts });
+    expect(warning).toMatchObject({ kind: 'service-loses-last-endpoint', service: 'greeter', callers: 1, nodes: ['default.client'] });
+  });
+
+  it('does not fire while an endpoint is left, nor for a service no node calls, nor for a harmless write', () => {
+    const two = holding(serving('echo-1', 'echo'), serving('echo-2', 'echo', 10002), calling('web-1', 'echo'), serving('lonely-1', 'lonely'));
+    expect(kinds(two, after(two, { remove: ['echo-1'] }))).toEqual([]);
+    expect(kinds(two, after(two, { remove: ['lonely-1'] }))).toEqual([]);
+    expect(kinds(two, after(two, { put: [serving('echo-3', 'echo', 10003), calling('web-2', 'echo')] }))).toEqual([]);
+  });
+});
+
+describe('warnings: a Dataplane deleted while its node is connected', () => {
+  const fleet = holding(serving('echo-1', 'echo'), serving('echo-2', 'echo', 10002));
+
+  it('fires for a node holding a stream on any instance, naming the instances', () => {
+    const facts = fleetFactsOf([session('default.echo-2', 'serving', 'cp-2'), session('default.echo-2', 'disconnected', 'cp-1')]);
+    expect(warningsOf({ before: fleet, after: after(fleet, { remove: ['echo-2'] }), facts })).toEqual([
+      {
+        kind: 'connected-dataplane-deleted',
+        mesh: 'default',
+        dataplane: 'echo-2',
+        node: 'default.echo-2',
+        connectedTo: ['cp-2'],
+        message: 'Dataplane echo-2 in mesh default is deleted while node default.echo-2 is connected (to cp-2): its stream is ended and it keeps the configuration it holds',
+      },
+    ]);
+  });
+
+  it('does not fire for a node whose session is disconnected or that has none, nor when the Dataplane is only changed', () => {
+    const facts = fleetFactsOf([session('default.echo-2', 'disconnected'), session('default.echo-1', 'serving')]);
+    expect(kinds(fleet, after(fleet, { remove: ['echo-2'] }), facts)).toEqual([]);
+    expect(kinds(fleet, after(fleet, { put: [serving('echo-1', 'echo', 10009)] }), facts)).toEqual([]);
+  });
+});
