@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { interval, type Observable, type Subscription } from 'rxjs';
 import { ControlPlaneMetrics, createApiServer, sessionsOf, type ApiServer } from './api/index.js';
-import { ChangeDesk, fleetFactsOf } from './changes/index.js';
+import { ChangeDesk, Rollouts, type FleetSessions, type Run } from './changes/index.js';
 import type { ControlPlaneOptions } from './control-plane-options.js';
 import { DEFAULTS } from './defaults.js';
 import { InvalidResourceInputError } from './errors.js';
@@ -279,15 +279,8 @@ class ChanceryControlPlane implements ControlPlane {
         {
           instanceId: this.instanceId,
           store,
-          changes: new ChangeDesk({
-            store,
-            facts: async () => fleetFactsOf([...this.#views.briefs(), ...(await this.#savedSessions())]),
-            // A preview of 10,000 nodes is a second of generation: in slices, behind the sessions' work.
-            run: (items, work) => {
-              this.#scheduler.schedule(items, work, 'background');
-              return this.#scheduler.settled('background');
-            },
-          }),
+          changes: new ChangeDesk({ store, sessions: this.#fleetSessions(), run: this.#inBackground }),
+          rollouts: new Rollouts({ store, sessions: this.#fleetSessions(), run: this.#inBackground, onComplete: (seconds) => this.metrics.rolledOut(seconds) }),
           sessions: sessionsOf(this.#views, this.#watch),
           fleet: { others: (node) => recordedSessions(this.#recordedSource(), node), instances: () => this.instances() },
           ready: () => store.ready,
@@ -393,6 +386,17 @@ class ChanceryControlPlane implements ControlPlane {
     const own = node === undefined ? this.#views.list() : [this.#views.get(node)].filter((view) => view !== undefined);
     return fleetSessions(this.#recordedSource(), own, node);
   }
+
+  /** The fleet's sessions as previews, warnings and rollouts read them (issue 31). */
+  #fleetSessions(): FleetSessions {
+    return { local: (node) => this.#views.brief(node), locals: () => this.#views.briefs(), saved: () => this.#savedSessions() };
+  }
+
+  /** Work of the API's over many nodes (a preview's generation), in slices behind the sessions' own. */
+  readonly #inBackground: Run = (items, work) => {
+    this.#scheduler.schedule(items, work, 'background');
+    return this.#scheduler.settled('background');
+  };
 
   /**
    * The other instances' sessions as saved, read at most once a second: they are saved that

@@ -1,7 +1,7 @@
 import { ChanceryError } from '../chancery-error.js';
 import { clip } from '../excerpt.js';
 import type { ValidationIssue } from '../mesh/index.js';
-import type { ChangeWarning, WarningsRefusedError } from '../changes/index.js';
+import type { ChangeWarning, InvalidSinceError, WarningsRefusedError } from '../changes/index.js';
 import type { InvalidIdentityRequestError, InvalidTokenLifetimeError } from '../identity/index.js';
 import type { ResourceKey } from '../mesh/index.js';
 import {
@@ -37,7 +37,8 @@ type HandledError =
   | StoreUnavailableError
   | InvalidTokenLifetimeError
   | InvalidIdentityRequestError
-  | WarningsRefusedError;
+  | WarningsRefusedError
+  | InvalidSinceError;
 export type ApiErrorCode = HandledError['code'];
 
 /**
@@ -77,6 +78,7 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_STORE_REJECTED_WRITE: 500,
   CHANCERY_STORE_UNAVAILABLE: 503,
   CHANCERY_CHANGES_WARNINGS: 409,
+  CHANCERY_CHANGES_INVALID_SINCE: 400,
   CHANCERY_IDENTITY_INVALID_TTL: 400,
   CHANCERY_IDENTITY_INVALID_REQUEST: 400,
 };

@@ -8,6 +8,7 @@ import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { registerBootstrapRoutes } from './bootstrap-routes.js';
 import { registerChangeRoutes } from './change-routes.js';
+import { registerRevisionRoutes } from './revision-routes.js';
 import { answerClientError } from './client-errors.js';
 import { errorResponse, type ServerLimits } from './error-response.js';
 import { MalformedRequestError, MethodNotAllowedError, RouteNotFoundError } from './errors.js';
@@ -116,6 +117,7 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   );
   registerResourceRoutes(app, backend);
   registerChangeRoutes(app, backend);
+  registerRevisionRoutes(app, backend);
   registerHistoryRoutes(app, backend.store);
   registerIdentityRoutes(app, backend);
   registerBootstrapRoutes(app, backend);

@@ -13,6 +13,7 @@ const nodeId: Rule = (value) => {
   return parsed.ok ? undefined : parsed.reason;
 };
 const keyId: Rule = (value, parameter) => (isKeyId(value) ? undefined : `${parameter} ${excerpt(value)} in the URL path ${KEY_ID_RULE}`);
+const revision: Rule = (value, parameter) => (/^\d{1,15}$/.test(value) ? undefined : `${parameter} ${excerpt(value)} in the URL path must be a store revision (a whole number)`);
 
 /**
  * Every path parameter a route may have, and what its value must be. A route with a parameter
@@ -24,6 +25,7 @@ const PATH_PARAMETERS: Readonly<Record<string, Rule>> = {
   name: dnsLabel,
   node: nodeId,
   kid: keyId,
+  revision,
   // The UI's files: one that is not served is a 404 (ui-routes.ts).
   file: () => undefined,
 };

@@ -1,27 +1,46 @@
 import { RevisionMovedError, type ResourceStore, type Write, type Written } from '../store/index.js';
 import { WarningsRefusedError } from './errors.js';
 import { ImpactCollector } from './impact.js';
-import type { FleetFacts } from './node-facts.js';
+import { fleetFactsOf, type FleetFacts } from './node-facts.js';
+import type { SessionProgress } from './rollout.js';
 import { previewAnswer, type NodePage, type PreviewAnswer } from './preview.js';
 import { warningsOf, type ChangeWarning } from './warnings.js';
 
 /** Times a write refused on warnings is checked again when another write landed between its check and its append. */
 const CHECKS = 3;
 
-export interface ChangeDeskOptions {
-  readonly store: ResourceStore;
-  /** The fleet's sessions as facts: this instance's now, the others' as they last saved them. */
-  readonly facts: () => Promise<FleetFacts>;
-  /**
-   * Runs `work` over `items`, resolving once done: the control plane spreads it over turns of
-   * the event loop behind the sessions' own work (the scheduler's background lane). Default: at once.
-   */
-  readonly run?: <T>(items: readonly T[], work: (item: T) => void) => Promise<void>;
+/** The fleet's sessions, as previews, warnings and rollouts read them. */
+export interface FleetSessions {
+  /** This instance's session of `node`, if it has one. */
+  local(node: string): SessionProgress | undefined;
+  /** Every session of this instance. */
+  locals(): Iterable<SessionProgress>;
+  /** The other live instances' sessions, as they last saved them. */
+  saved(): Promise<readonly SessionProgress[]>;
 }
 
-const AT_ONCE = async <T>(items: readonly T[], work: (item: T) => void): Promise<void> => {
+/**
+ * Runs `work` over `items`, resolving once done. The control plane spreads it over turns of the
+ * event loop behind the sessions' own work (the scheduler's background lane).
+ */
+export type Run = <T>(items: readonly T[], work: (item: T) => void) => Promise<void>;
+
+/** Runs the work at once. */
+export const AT_ONCE: Run = async (items, work) => {
   for (const item of items) work(item);
 };
+
+export interface ChangeDeskOptions {
+  readonly store: ResourceStore;
+  readonly sessions: FleetSessions;
+  /** Default `AT_ONCE`. */
+  readonly run?: Run;
+}
+
+/** The fleet's facts now: this instance's sessions, and the others' as saved. */
+export async function fleetFacts(sessions: FleetSessions): Promise<FleetFacts> {
+  return fleetFactsOf([...sessions.locals(), ...(await sessions.saved())]);
+}
 
 /** How a write is made. */
 export interface DeskWriteOptions {
@@ -51,7 +70,7 @@ export class ChangeDesk {
   /** What `writes` would do, appending nothing; rejects as the write would (validation aside, which is the caller's). */
   async preview(writes: readonly Write[], options: { readonly caller?: string; readonly page: NodePage }): Promise<PreviewAnswer> {
     const plan = await this.#options.store.plan(writes, { caller: options.caller });
-    const facts = await this.#options.facts();
+    const facts = await fleetFacts(this.#options.sessions);
     const collector = new ImpactCollector(plan.before, plan.after, facts);
     await (this.#options.run ?? AT_ONCE)(collector.candidates, (candidate) => collector.add(candidate));
     return previewAnswer(plan, collector.impact(), warningsOf({ before: plan.before, after: plan.after, facts }), options.page);
@@ -67,7 +86,7 @@ export class ChangeDesk {
     const { caller, failOnWarnings = false } = options;
     for (let check = 1; ; check++) {
       const plan = await store.plan(writes, { caller });
-      const warnings = warningsOf({ before: plan.before, after: plan.after, facts: await this.#options.facts() });
+      const warnings = warningsOf({ before: plan.before, after: plan.after, facts: await fleetFacts(this.#options.sessions) });
       if (failOnWarnings && warnings.length > 0) throw new WarningsRefusedError(warnings);
       let written: Written;
       try {
@@ -85,6 +104,6 @@ export class ChangeDesk {
   async #warningsOf(written: Written): Promise<ChangeWarning[]> {
     const { store } = this.#options;
     const [before, after] = await Promise.all([store.projectionAt(written.from), store.projectionAt(written.revision)]);
-    return warningsOf({ before, after, facts: await this.#options.facts() });
+    return warningsOf({ before, after, facts: await fleetFacts(this.#options.sessions) });
   }
 }

@@ -9,3 +9,15 @@ export class WarningsRefusedError extends ChanceryError {
     super(`refused, as asked (fail on warnings), with nothing written: ${warnings[0]?.message ?? 'no warning'}${more}`);
   }
 }
+
+/** A rollout asked from a revision (`since`) that is not before the one it follows. */
+export class InvalidSinceError extends ChanceryError {
+  readonly code = 'CHANCERY_CHANGES_INVALID_SINCE';
+  readonly field = 'since';
+  constructor(
+    readonly since: number,
+    readonly revision: number,
+  ) {
+    super(`since must be a revision before ${revision}; got ${since}`);
+  }
+}

@@ -11,6 +11,7 @@ import { getCommand } from './commands/get-command.js';
 import { historyCommand } from './commands/history-command.js';
 import { inspectCommand } from './commands/inspect-command.js';
 import { keyCommand } from './commands/key-command.js';
+import { rolloutCommand } from './commands/rollout-command.js';
 import { runCommand } from './commands/run-command.js';
 import { statechartCommand } from './commands/statechart-command.js';
 import { tokenCommand } from './commands/token-command.js';
@@ -23,6 +24,7 @@ const COMMANDS: readonly Command[] = [
   getCommand,
   deleteCommand,
   historyCommand,
+  rolloutCommand,
   inspectCommand,
   bootstrapCommand,
   statechartCommand,

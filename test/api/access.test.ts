@@ -78,6 +78,7 @@ describe('who may call what', () => {
     ['GET', '/sessions/events', undefined, 200, 200, 200],
     ['GET', '/statechart', undefined, 200, 200, 200],
     ['GET', '/instances', undefined, 200, 200, 200],
+    ['GET', '/revisions/1', undefined, 200, 200, 200],
     // Reads of what only an admin manages.
     ['GET', '/meshes/payments/signing-keys', undefined, 200, 403, 403],
     ['GET', '/api-tokens', undefined, 200, 403, 403],

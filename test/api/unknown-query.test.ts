@@ -64,6 +64,7 @@ const ROUTES: ReadonlyArray<{ readonly method: string; readonly path: string; re
   { method: 'GET', path: '/sessions/default.backend-1/history' },
   { method: 'GET', path: '/instances' },
   { method: 'GET', path: '/statechart' },
+  { method: 'GET', path: '/revisions/1' },
 ];
 
 const fill = (path: string) => path.replace(/\{(\w+)\}/g, (_, key: 'signingKey' | 'accountKey') => made[key]);

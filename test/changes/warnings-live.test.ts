@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ChangeDesk, NO_FACTS } from '../../src/changes/index.js';
+import { ChangeDesk } from '../../src/changes/index.js';
 import { validate, type Resource, type Valid } from '../../src/mesh/index.js';
 import { asSeq, createMemoryStore, MemoryEventLog, type ResourceStore } from '../../src/store/index.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
@@ -114,7 +114,7 @@ describe('a write refused on warnings, raced by another write', () => {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    const desk = new ChangeDesk({ store: racing, facts: async () => NO_FACTS });
+    const desk = new ChangeDesk({ store: racing, sessions: { local: () => undefined, locals: () => [], saved: async () => [] } });
     const attempt = desk.write([{ kind: 'deleted', key: { type: 'Dataplane', mesh: 'default', name: 'echo-2' } }], { failOnWarnings: true });
     await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_CHANGES_WARNINGS', warnings: [{ kind: 'service-loses-last-endpoint', service: 'echo' }] });
     expect(store.get({ type: 'Dataplane', mesh: 'default', name: 'echo-2' })).toBeDefined();

@@ -14,7 +14,7 @@ const OPTIONS = { filename: { type: 'string', short: 'f', multiple: true }, ...C
 export const applyCommand: Command = {
   name: 'apply',
   summary: 'create or replace resources from YAML or JSON files',
-  help: `Usage: chancery apply -f FILE [-f FILE…] [--dry-run [-o json|diff]] [--fail-on-warnings] [--api-address HOST:PORT]
+  help: `Usage: chancery apply -f FILE [-f FILE…] [--dry-run [-o json|diff]] [--fail-on-warnings] [--wait [--timeout 30s]] [--api-address HOST:PORT]
 
 Creates or replaces every resource in the files: YAML documents separated by ---, a YAML
 list, a JSON object or a JSON array; -f - reads stdin. Meshes are applied before
@@ -29,7 +29,7 @@ the resources after it are listed as not applied, and the exit code is 1. A reso
 carrying a version (as 'chancery get -o yaml' prints it) is only written over that version.
 A write's warnings (a service losing its last endpoint while nodes call it, …) go to stderr.
 
-With --dry-run or --fail-on-warnings the files are one change, written all or nothing
+With --dry-run, --fail-on-warnings or --wait the files are one change, written all or nothing
 (docs/changing-safely.md).
 
 Options:

@@ -3,7 +3,7 @@ import { describeKey } from '../../store/index.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';
-import { CHANGE_HELP, CHANGE_OPTIONS, runChange } from '../change-flags.js';
+import { CHANGE_HELP, CHANGE_OPTIONS, runChange, waitIfAsked } from '../change-flags.js';
 import { printWarnings } from '../write-outcome.js';
 import { keyFor, resourcePath, resourceTypeOf } from '../resource-paths.js';
 
@@ -12,7 +12,7 @@ const OPTIONS = { mesh: { type: 'string' }, ...CHANGE_OPTIONS, ...CLIENT_FLAGS }
 export const deleteCommand: Command = {
   name: 'delete',
   summary: 'delete a mesh (with its dataplanes) or a dataplane',
-  help: `Usage: chancery delete TYPE NAME [--mesh MESH] [--dry-run [-o json|diff]] [--fail-on-warnings]
+  help: `Usage: chancery delete TYPE NAME [--mesh MESH] [--dry-run [-o json|diff]] [--fail-on-warnings] [--wait [--timeout 30s]]
 
 TYPE is mesh or dataplane (dp). Deleting a mesh deletes its dataplanes with it. The delete's
 warnings (a service losing its last endpoint while nodes call it, a connected node's Dataplane
@@ -33,10 +33,11 @@ ${CLIENT_HELP}
     const type = resourceTypeOf(word);
     if (type === 'Mesh' && values.mesh !== undefined) throw new UsageError('--mesh applies to dataplanes, not meshes');
     const key = keyFor(type, values.mesh ?? DEFAULT_MESH, name);
-    const { code, written } = await runChange({ method: 'DELETE', path: resourcePath(key) }, values, clientFrom(values, io.env), io);
+    const client = clientFrom(values, io.env);
+    const { code, written } = await runChange({ method: 'DELETE', path: resourcePath(key) }, values, client, io);
     if (written === undefined) return code;
     io.stdout.write(`${describeKey(key)} deleted${type === 'Mesh' ? ', with its dataplanes' : ''}\n`);
     printWarnings(written.warnings, io.stderr);
-    return code;
+    return waitIfAsked(values, written, client, io, code);
   },
 };
