@@ -7,3 +7,4 @@ export { aggregateMetrics, ControlPlaneMetrics, type ControlPlaneMetricsOptions,
 export type { FleetSessionHistory, SessionHistory } from './session-history-routes.js';
 export { WRITE_HEADERS } from './resource-routes.js';
 export type { ChangeAnswer } from './change-routes.js';
+export type { DiffAnswer, DiffItem } from './revision-routes.js';

@@ -1,9 +1,10 @@
-import { RevisionMovedError, type ResourceStore, type Write, type Written } from '../store/index.js';
+import { RevisionMovedError, type ResourceStore, type Seq, type Write, type Written } from '../store/index.js';
 import { WarningsRefusedError } from './errors.js';
 import { ImpactCollector } from './impact.js';
 import { fleetFactsOf, type FleetFacts } from './node-facts.js';
 import type { SessionProgress } from './rollout.js';
 import { previewAnswer, type NodePage, type PreviewAnswer } from './preview.js';
+import { resourceChanges, revertWrites, type ResourceChange } from './revision-diff.js';
 import { warningsOf, type ChangeWarning } from './warnings.js';
 
 /** Times a write refused on warnings is checked again when another write landed between its check and its append. */
@@ -99,6 +100,24 @@ export class ChangeDesk {
       if (written.events.length > 0 && written.from !== plan.before.revision) return { written, warnings: await this.#warningsOf(written) };
       return { written, warnings };
     }
+  }
+
+  /**
+   * The writes that put the store back as it was at `revision` (in `mesh` alone when given),
+   * from the log's end: only what differs. Rejects with `RevisionCompactedError` for a revision
+   * whose history was compacted, and `FutureRevisionError` for one not reached.
+   */
+  async revertTo(revision: Seq, mesh?: string): Promise<Write[]> {
+    const { store } = this.#options;
+    const now = await store.refresh();
+    return revertWrites(await store.projectionAt(revision), now, mesh);
+  }
+
+  /** The configuration resources that differ between two revisions (in `mesh` alone when given). */
+  async diff(from: Seq, to: Seq, mesh?: string): Promise<ResourceChange[]> {
+    const { store } = this.#options;
+    const [before, after] = await Promise.all([store.projectionAt(from), store.projectionAt(to)]);
+    return resourceChanges(before, after, mesh);
   }
 
   async #warningsOf(written: Written): Promise<ChangeWarning[]> {

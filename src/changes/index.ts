@@ -13,3 +13,4 @@ export { itemJson, NODES_PAGE, previewAnswer, type ItemJson, type NodePage, type
 export { warningsOf, type ChangeView, type ChangeWarning, type WarningKind } from './warnings.js';
 export { nodeRollout, rolloutSummary, type NodeRollout, type PendingReason, type RolloutCounts, type RolloutSummary, type SessionProgress } from './rollout.js';
 export { Rollouts, type RolloutAnswer, type RolloutScope, type RolloutsOptions, type RolloutWrite } from './rollouts.js';
+export { resourceChanges, revertWrites, type ResourceChange } from './revision-diff.js';

@@ -79,6 +79,10 @@ describe('who may call what', () => {
     ['GET', '/statechart', undefined, 200, 200, 200],
     ['GET', '/instances', undefined, 200, 200, 200],
     ['GET', '/revisions/1', undefined, 200, 200, 200],
+    ['GET', '/diff?from=1', undefined, 200, 200, 200],
+    // Reverting: a writer's token must cover the mesh it reverts, so it names one.
+    ['POST', '/revisions/1/revert?mesh=payments&dryRun=true', undefined, 200, 200, 403],
+    ['POST', '/revisions/1/revert?dryRun=true', undefined, 200, 403, 403],
     // Reads of what only an admin manages.
     ['GET', '/meshes/payments/signing-keys', undefined, 200, 403, 403],
     ['GET', '/api-tokens', undefined, 200, 403, 403],

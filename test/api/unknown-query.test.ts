@@ -65,6 +65,8 @@ const ROUTES: ReadonlyArray<{ readonly method: string; readonly path: string; re
   { method: 'GET', path: '/instances' },
   { method: 'GET', path: '/statechart' },
   { method: 'GET', path: '/revisions/1' },
+  { method: 'POST', path: '/revisions/1/revert', writes: true },
+  { method: 'GET', path: '/diff' },
 ];
 
 const fill = (path: string) => path.replace(/\{(\w+)\}/g, (_, key: 'signingKey' | 'accountKey') => made[key]);
