@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { itemJson, type ResourceChange, type RolloutAnswer, type RolloutScope } from '../changes/index.js';
+import { itemJson, type ResourceChange, type RolloutAnswer, type RolloutScope, type WriteSummary } from '../changes/index.js';
 import { excerpt } from '../excerpt.js';
 import { DNS_LABEL_RULE, isDnsLabel, resourceJson } from '../mesh/index.js';
 import { asSeq } from '../store/index.js';
@@ -10,8 +10,12 @@ import { InvalidQueryError } from './errors.js';
 import { integer, single, takes, type Query } from './query-params.js';
 import { readWriteQuery, WRITE_PARAMS } from './write-query.js';
 
+/** Writes `GET /revisions` answers unless asked otherwise, and the most it answers. */
+const RECENT_WRITES = { default: 20, max: 100 } as const;
+
 /**
- * Revisions (issue 31). `GET /revisions/{R}`: how the write that made revision R landed. Its nodes are
+ * Revisions (issue 31). `GET /revisions`: the newest writes, newest first, each with the
+ * revisions it spans, when, by whom and what. `GET /revisions/{R}`: how the write that made revision R landed. Its nodes are
  * those whose configuration differs between `since` (default R − 1; a change of several events
  * gives its first event's revision − 1, as its answer's `Chancery-From-Revision` says) and R;
  * each is ACKed, NACKed (messages grouped), pending, or not connected anywhere. `?scope=fleet`
@@ -19,6 +23,10 @@ import { readWriteQuery, WRITE_PARAMS } from './write-query.js';
  * writes the store back as it was at R; `GET /diff?from=R1&to=R2` shows what differs.
  */
 export function registerRevisionRoutes(app: FastifyInstance, { rollouts, changes, store }: Pick<ApiBackend, 'rollouts' | 'changes' | 'store'>): void {
+  app.get<{ Querystring: Query }>('/revisions', takes('limit'), async (request): Promise<{ items: readonly WriteSummary[] }> => ({
+    items: await rollouts.recent(integer(request.query, 'limit', { min: 1, max: RECENT_WRITES.max }) ?? RECENT_WRITES.default),
+  }));
+
   app.get<{ Params: { revision: string }; Querystring: Query }>('/revisions/:revision', takes('since', 'scope'), async (request): Promise<RolloutAnswer> => {
     const revision = asSeq(Number(request.params.revision));
     const since = integer(request.query, 'since', { min: 0 });

@@ -14,3 +14,4 @@ export { warningsOf, type ChangeView, type ChangeWarning, type WarningKind } fro
 export { nodeRollout, rolloutSummary, type NodeRollout, type PendingReason, type RolloutCounts, type RolloutSummary, type SessionProgress } from './rollout.js';
 export { Rollouts, type RolloutAnswer, type RolloutScope, type RolloutsOptions, type RolloutWrite } from './rollouts.js';
 export { resourceChanges, revertWrites, type ResourceChange } from './revision-diff.js';
+export { writesOf, type WriteSummary } from './recent-writes.js';

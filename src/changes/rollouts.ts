@@ -1,5 +1,6 @@
 import type { ResourceType } from '../mesh/index.js';
-import { asSeq, FutureRevisionError, type Author, type ResourceEvent, type ResourceStore, type Seq } from '../store/index.js';
+import { asSeq, FutureRevisionError, RevisionCompactedError, type Author, type ResourceEvent, type ResourceStore, type Seq } from '../store/index.js';
+import { writesOf, type WriteSummary } from './recent-writes.js';
 import { AT_ONCE, fleetFacts, type FleetSessions, type Run } from './change-desk.js';
 import { InvalidSinceError } from './errors.js';
 import { ImpactCollector } from './impact.js';
@@ -9,6 +10,8 @@ import { rolloutSummary, type RolloutSummary, type SessionProgress } from './rol
 const LISTED_RESOURCES = 100;
 /** Rollouts whose affected nodes are kept, most recently asked first: what `--wait` and the UI poll. */
 const KEPT = 16;
+/** Events `recent` reads back from the log's end. */
+const RECENT_WINDOW = 500;
 /** Revisions whose completion was measured, to measure each once. */
 const MEASURED = 1_024;
 
@@ -82,6 +85,29 @@ export class Rollouts {
     const summary = rolloutSummary(revision, affected.nodes, sessionsOf);
     if (summary.ackedAt !== undefined) this.#measure(revision, write.at, summary.ackedAt);
     return { revision, since, scope: options.scope, write, deleted: affected.deleted, ...summary };
+  }
+
+  /**
+   * The newest writes of the log, newest first: at most `limit`, from its last `window` events
+   * (those retained, when fewer are). The first may be cut short by the window.
+   */
+  async recent(limit: number, window = RECENT_WINDOW): Promise<WriteSummary[]> {
+    const { store } = this.#options;
+    const head = (await store.refresh()).revision;
+    let after = asSeq(Math.max(0, head - window));
+    let events: readonly ResourceEvent[];
+    try {
+      events = await store.readEvents(after, window);
+    } catch (error) {
+      // Older events were compacted: read from where the retained history starts.
+      if (!(error instanceof RevisionCompactedError)) throw error;
+      after = error.horizon;
+      events = await store.readEvents(after, window);
+    }
+    const writes = writesOf(events);
+    // The oldest may have begun before the window: it would be told short.
+    if (writes.length > limit) return writes.slice(0, limit);
+    return after > 0 && writes.length > 1 ? writes.slice(0, -1) : writes;
   }
 
   /** The nodes the write changed, worked out once and kept for the rollouts asked of most recently. */

@@ -54,12 +54,13 @@ export class MemoryEventLog implements EventLog {
     const plan = planWrites(writes, { last: asSeq(this.#head()), head: (id) => this.#keys.get(id), liveMembers: (mesh) => this.#liveMembers(mesh) }, options);
     const at = this.#now().toISOString();
     const events: ResourceEvent[] = [];
+    const batch = asSeq(this.#head() + 1);
     for (const { write, key, version } of plan.events) {
       const seq = asSeq(this.#head() + 1);
       const event: ResourceEvent =
         write.kind === 'upserted'
-          ? { seq, key, version, at, by: author, kind: 'upserted', resource: write.resource }
-          : { seq, key, version, at, by: author, kind: 'deleted' };
+          ? { seq, key, version, at, by: author, batch, kind: 'upserted', resource: write.resource }
+          : { seq, key, version, at, by: author, batch, kind: 'deleted' };
       this.#events.push(event);
       events.push(event);
     }

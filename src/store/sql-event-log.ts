@@ -67,11 +67,11 @@ const READ_HEADS_AND_CONTENTS = `
 /** Appends the events, moves the heads, and wakes readers at commit (NOTIFY is delivered then). */
 const WRITE_EVENTS = `
   WITH appended AS (
-    INSERT INTO events (seq, resource_type, mesh, name, kind, body, version, at, instance, caller)
-    SELECT e.seq, e.resource_type, e.mesh, e.name, e.kind, e.body, e.version, e.at, e.instance, e.caller
+    INSERT INTO events (seq, resource_type, mesh, name, kind, body, version, at, instance, caller, batch)
+    SELECT e.seq, e.resource_type, e.mesh, e.name, e.kind, e.body, e.version, e.at, e.instance, e.caller, e.batch
       FROM jsonb_to_recordset($1::text::jsonb)
         AS e(seq bigint, resource_type text, mesh text, name text, kind text, body jsonb, version bigint,
-             at timestamptz, instance text, caller text)
+             at timestamptz, instance text, caller text, batch bigint)
   ), heads AS (
     INSERT INTO resources (resource_type, mesh, name, version, live, seq)
     SELECT h.resource_type, h.mesh, h.name, h.version, h.live, h.seq
@@ -85,7 +85,7 @@ const WRITE_EVENTS = `
 // Each read that depends on the horizon reads it in the same statement, so it sees one
 // snapshot: a checkpoint committed meanwhile cannot slip between the two.
 
-const EVENT_COLUMNS = `e.seq, e.resource_type, e.mesh, e.name, e.kind, e.body, e.version, ${atText('e.at')} AS at, e.instance, e.caller`;
+const EVENT_COLUMNS = `e.seq, e.resource_type, e.mesh, e.name, e.kind, e.body, e.version, ${atText('e.at')} AS at, e.instance, e.caller, e.batch`;
 
 /** One row even when no event matches (event columns NULL), so the horizon is always read. */
 const READ_AFTER = `
@@ -278,15 +278,16 @@ export class SqlEventLog implements EventLog {
         const results = plan.outcomes.map((outcome, index): readonly ResourceEvent[] | Error => {
           if (outcome instanceof Error) return outcome;
           const { at, by } = group[index]!;
+          const batch = asSeq(seq + 1);
           return outcome.events.map(({ write, key, version }): ResourceEvent => {
             const event: ResourceEvent =
               write.kind === 'upserted'
-                ? { seq: asSeq((seq += 1)), key, version, at, by, kind: 'upserted', resource: write.resource }
-                : { seq: asSeq((seq += 1)), key, version, at, by, kind: 'deleted' };
+                ? { seq: asSeq((seq += 1)), key, version, at, by, batch, kind: 'upserted', resource: write.resource }
+                : { seq: asSeq((seq += 1)), key, version, at, by, batch, kind: 'deleted' };
             lastSeqOf.set(keyIdOf(key), event.seq);
             // An event's body is its resource's chancery.v1 message in the proto3 JSON mapping (proto/).
             const body = event.kind === 'upserted' ? resourceJson(event.resource) : null;
-            rows.push({ seq: event.seq, ...columnsOf(key), kind: event.kind, body, version, at, instance: by.instance, caller: by.caller ?? null });
+            rows.push({ seq: event.seq, ...columnsOf(key), kind: event.kind, body, version, at, instance: by.instance, caller: by.caller ?? null, batch });
             return event;
           });
         });
@@ -460,9 +461,11 @@ function eventOf(row: SqlRow): ResourceEvent {
   const instance = String(row['instance']);
   const caller = row['caller'];
   const by: Author = caller === null || caller === undefined ? { instance } : { instance, caller: String(caller) };
+  // Events written before batches were recorded (schema version 4) have none.
+  const batch = row['batch'] === null || row['batch'] === undefined ? {} : { batch: asSeq(Number(row['batch'])) };
   // The log stores only resources that passed validation (`Write` takes `Valid<Resource>`).
-  if (row['kind'] === 'upserted') return { seq, key, version, at, by, kind: 'upserted', resource: upcast(row['body'] as Valid<Resource>) };
-  return { seq, key, version, at, by, kind: 'deleted' };
+  if (row['kind'] === 'upserted') return { seq, key, version, at, by, ...batch, kind: 'upserted', resource: upcast(row['body'] as Valid<Resource>) };
+  return { seq, key, version, at, by, ...batch, kind: 'deleted' };
 }
 
 /**

@@ -31,6 +31,11 @@ interface EventBase {
   /** ISO 8601. */
   readonly at: string;
   readonly by: Author;
+  /**
+   * The seq of the first event of the append that wrote this one: one write's events share it.
+   * Absent on events a log wrote before it recorded batches.
+   */
+  readonly batch?: Seq;
 }
 
 export type ResourceEvent =

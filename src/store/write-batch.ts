@@ -72,8 +72,9 @@ export function logStateOf(projection: Projection): LogState {
 
 /** The events a plan would append after `last`, as the log would number and stamp them. */
 export function plannedEvents(plan: WritePlan, last: Seq, at: string, by: Author): ResourceEvent[] {
+  const batch = asSeq(last + 1);
   return plan.events.map(({ write, key, version }, i): ResourceEvent => {
     const seq = asSeq(last + i + 1);
-    return write.kind === 'upserted' ? { seq, key, version, at, by, kind: 'upserted', resource: write.resource } : { seq, key, version, at, by, kind: 'deleted' };
+    return write.kind === 'upserted' ? { seq, key, version, at, by, batch, kind: 'upserted', resource: write.resource } : { seq, key, version, at, by, batch, kind: 'deleted' };
   });
 }

@@ -383,6 +383,17 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
         expect(created!.key.name).toBe('n');
       });
 
+      it('marks each event with its batch: the seq of the first event its append wrote', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'a') }, { kind: 'upserted', resource: dataplane('m', 'b') }], author);
+        const events = await readAll();
+        expect(events.map((event) => [event.seq, event.batch])).toEqual([
+          [1, 1],
+          [2, 2],
+          [3, 2],
+        ]);
+      });
+
       it('gives a batch’s events the order of its writes', async () => {
         const events = await log.append(
           [
