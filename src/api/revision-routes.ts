@@ -16,8 +16,8 @@ const RECENT_WRITES = { default: 20, max: 100 } as const;
 /**
  * Revisions (issue 31). `GET /revisions`: the newest writes, newest first, each with the
  * revisions it spans, when, by whom and what. `GET /revisions/{R}`: how the write that made revision R landed. Its nodes are
- * those whose configuration differs between `since` (default R − 1; a change of several events
- * gives its first event's revision − 1, as its answer's `Chancery-From-Revision` says) and R;
+ * those whose configuration differs between `since` (default: before the write that made R,
+ * however many events it has) and R;
  * each is ACKed, NACKed (messages grouped), pending, or not connected anywhere. `?scope=fleet`
  * reads every live instance's sessions, as saved, besides this one's. `POST /revisions/{R}/revert`
  * writes the store back as it was at R; `GET /diff?from=R1&to=R2` shows what differs.

@@ -67,20 +67,27 @@ export class Rollouts {
   }
 
   /**
-   * The rollout of `revision` from `since` (default the revision before it). Rejects with
+   * The rollout of `revision` from `since` (default: before the write that made it, its
+   * append's first event). Rejects with
    * `FutureRevisionError` for a revision not reached, `RevisionCompactedError` for one whose
    * history was compacted, `InvalidSinceError` for a `since` not below it.
    */
   async status(revision: Seq, options: { readonly since?: Seq; readonly scope: RolloutScope }): Promise<RolloutAnswer> {
-    const since = options.since ?? asSeq(Math.max(0, revision - 1));
-    if (since >= revision) throw new InvalidSinceError(since, revision);
+    if (options.since !== undefined && options.since >= revision) throw new InvalidSinceError(options.since, revision);
+    // Revision 0 is the empty store: no write made it.
+    if (revision < 1) throw new InvalidSinceError(revision, revision);
     const { store } = this.#options;
     // Another instance may have written it: the log's end decides, not this projection's.
     if (revision > store.projection.revision) {
       const now = await store.refresh();
       if (revision > now.revision) throw new FutureRevisionError(revision, now.revision);
     }
-    const [affected, write] = await Promise.all([this.#affectedBy(since, revision), this.#write(since, revision)]);
+    const [last] = await store.readEvents(asSeq(revision - 1), 1);
+    // The log has every seq from the checkpoint on: a missing one is a bug.
+    if (last === undefined || last.seq !== revision) throw new Error(`the event log has no event at revision ${revision}`);
+    // The write that made the revision: from before its append's first event.
+    const since = options.since ?? asSeq((last.batch ?? revision) - 1);
+    const [affected, write] = await Promise.all([this.#affectedBy(since, revision), this.#write(since, last)]);
     const sessionsOf = await this.#sessionsOf(options.scope);
     const summary = rolloutSummary(revision, affected.nodes, sessionsOf);
     if (summary.ackedAt !== undefined) this.#measure(revision, write.at, summary.ackedAt);
@@ -139,12 +146,10 @@ export class Rollouts {
     return { nodes, deleted };
   }
 
-  async #write(since: Seq, revision: Seq): Promise<RolloutWrite> {
-    const { store } = this.#options;
-    const events = await store.readEvents(since, Math.min(revision - since, LISTED_RESOURCES));
-    const last = revision - since <= LISTED_RESOURCES ? events.at(-1) : (await store.readEvents(asSeq(revision - 1), 1))[0];
-    // The log has every seq from the checkpoint on: a missing one is a bug.
-    if (last === undefined || last.seq !== revision) throw new Error(`the event log has no event at revision ${revision}`);
+  /** The events after `since` up to `last`, the revision's own event. */
+  async #write(since: Seq, last: ResourceEvent): Promise<RolloutWrite> {
+    const revision = last.seq;
+    const events = await this.#options.store.readEvents(since, Math.min(revision - since, LISTED_RESOURCES));
     const resources = events.filter((event) => event.seq <= revision).map(({ key, kind }) => ({ type: key.type, mesh: key.mesh, name: key.name, kind }));
     return { at: last.at, by: last.by, events: revision - since, resources };
   }

@@ -96,6 +96,14 @@ describe('apply --wait and rollout status', () => {
     expect(stderr).toContain('Timed out after 0.3s with nodes pending');
   });
 
+  it('follows, by default, the whole write that made the revision, however many events it has', async () => {
+    const from = harness.cp.store.projection.revision;
+    expect((await cli(['apply', '--fail-on-warnings', '-f', '-'], `${backend('backend-2', 10003)}---\n${backend('backend-3', 10004)}`)).code).toBe(0);
+    const revision = harness.cp.store.projection.revision;
+    const answer = (await (await fetch(`http://${harness.api}/revisions/${revision}`)).json()) as RolloutAnswer;
+    expect(answer).toMatchObject({ revision: from + 2, since: from, write: { events: 2 }, nodes: { affected: 3, notConnected: 3 } });
+  });
+
   it('refuses a since not below the revision, and a revision not reached', async () => {
     const revision = harness.cp.store.projection.revision;
     const since = await fetch(`http://${harness.api}/revisions/${revision}?since=${revision}`);

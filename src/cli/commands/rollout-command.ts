@@ -20,8 +20,8 @@ Shows the rollout of the write that made REVISION (every write answers its revis
 delete print it with --wait), across every live instance sharing the store: the nodes whose
 configuration it changed, how many hold it (or a later revision) and ACKed it, NACKed it (the
 messages grouped), are still pending (with why: disconnected, awaiting-snapshot, behind,
-unacked) or are connected nowhere (they get it when they connect). A change of several events
-followed the revision before its first: give that as --since.
+unacked) or are connected nowhere (they get it when they connect). --since compares with an
+earlier revision than the one the write followed.
 
   Revision 12 (since 11), written 2026-12-02T18:31:39.123Z by cp-1 (127.0.0.1): Dataplane default/echo-3 upserted
   AFFECTED   ACKED   NACKED   PENDING   NOT CONNECTED
@@ -32,7 +32,7 @@ The exit code is 0 once complete, 1 otherwise.
 
 Options:
   --since REVISION
-      the revision the write followed [default REVISION - 1]
+      the revision to compare with [default the one the write followed]
   --local
       only this instance's sessions, not the fleet's
   -o, --output FORMAT
