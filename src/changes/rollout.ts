@@ -85,9 +85,19 @@ export interface RolloutSummary {
   readonly ackedAt?: string;
 }
 
-/** The rollout of `revision` over the nodes it changed, from each node's sessions. */
-export function rolloutSummary(revision: number, affected: readonly string[], sessionsOf: (node: string) => readonly SessionProgress[]): RolloutSummary {
-  let acked = 0;
+/**
+ * The rollout of `revision` over the nodes it changed, from each node's sessions. `acked` holds
+ * the nodes known to have ACKed it (with when): a node that ACKed a revision did so for good, so
+ * they are counted without reading their sessions again, and each node found ACKed is added.
+ * A rollout asked for again and again while a change converges reads fewer sessions each time.
+ */
+export function rolloutSummary(
+  revision: number,
+  affected: readonly string[],
+  sessionsOf: (node: string) => readonly SessionProgress[],
+  acked: Map<string, string | undefined> = new Map(),
+): RolloutSummary {
+  let ackedCount = 0;
   let nacked = 0;
   let notConnected = 0;
   let ackedAt: string | undefined;
@@ -95,10 +105,11 @@ export function rolloutSummary(revision: number, affected: readonly string[], se
   const pending: { node: string; reason: PendingReason; instance: string }[] = [];
   let pendingCount = 0;
   for (const node of affected) {
-    const rollout = nodeRollout(node, revision, sessionsOf(node));
+    const rollout: NodeRollout = acked.has(node) ? { node, status: 'acked', instance: '', at: acked.get(node) } : nodeRollout(node, revision, sessionsOf(node));
     switch (rollout.status) {
       case 'acked':
-        acked++;
+        ackedCount++;
+        acked.set(node, rollout.at);
         if (rollout.at !== undefined && (ackedAt === undefined || rollout.at > ackedAt)) ackedAt = rollout.at;
         break;
       case 'nacked': {
@@ -121,7 +132,7 @@ export function rolloutSummary(revision: number, affected: readonly string[], se
   const complete = nacked === 0 && pendingCount === 0;
   return {
     complete,
-    nodes: { affected: affected.length, acked, nacked, pending: pendingCount, notConnected },
+    nodes: { affected: affected.length, acked: ackedCount, nacked, pending: pendingCount, notConnected },
     nacks: [...nacks.values()].sort((a, b) => b.count - a.count),
     pending,
     ...(complete && ackedAt !== undefined && { ackedAt }),

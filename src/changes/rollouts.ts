@@ -49,13 +49,17 @@ export interface RolloutsOptions {
 interface Affected {
   readonly nodes: readonly string[];
   readonly deleted: readonly string[];
+  /** The nodes found to have ACKed it so far, with when: not read again (`rolloutSummary`). */
+  readonly acked: Map<string, string | undefined>;
 }
 
 /**
  * Rollouts of writes (issue 31): which nodes a write changed, worked out once per write with
  * the generator at the revisions before and after it, and where each of them is now, read from
  * what the sessions already record (their served revision, and each type's last sent, ACKed
- * and NACKed response), this instance's and, for the fleet, the others' saved records.
+ * and NACKed response), this instance's and, for the fleet, the others' saved records (read at
+ * most once a second, as they are saved). A node found to have ACKed is not read again: while a
+ * change converges, each look reads only the nodes still on their way.
  */
 export class Rollouts {
   readonly #options: RolloutsOptions;
@@ -89,7 +93,7 @@ export class Rollouts {
     const since = options.since ?? asSeq((last.batch ?? revision) - 1);
     const [affected, write] = await Promise.all([this.#affectedBy(since, revision), this.#write(since, last)]);
     const sessionsOf = await this.#sessionsOf(options.scope);
-    const summary = rolloutSummary(revision, affected.nodes, sessionsOf);
+    const summary = rolloutSummary(revision, affected.nodes, sessionsOf, affected.acked);
     if (summary.ackedAt !== undefined) this.#measure(revision, write.at, summary.ackedAt);
     return { revision, since, scope: options.scope, write, deleted: affected.deleted, ...summary };
   }
@@ -143,7 +147,7 @@ export class Rollouts {
     const nodes: string[] = [];
     const deleted: string[] = [];
     for (const node of impact.nodes) (node.dataplane === 'deleted' ? deleted : nodes).push(node.node);
-    return { nodes, deleted };
+    return { nodes, deleted, acked: new Map() };
   }
 
   /** The events after `since` up to `last`, the revision's own event. */
