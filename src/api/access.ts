@@ -20,14 +20,14 @@ export type ApiAccess =
       onDenied?(status: 401 | 403): void;
     };
 
-/** Probes, scrapes and the UI's static files: open to anyone (README "Securing Chancery"). */
+/** Probes, scrapes and the UI's static files: open to anyone (docs/security.md, "Securing Chancery"). */
 const OPEN_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/:file']);
 
 /**
  * Write routes whose meshes are in the body or the query, not the path: a writer passes the gate,
- * and the route checks each mesh it would write with `checkMeshes`.
+ * and the handler checks each mesh it would write (`POST /apply` each item's, a revert `checkMeshes`).
  */
-const MESHES_CHECKED_BY_ROUTE = new Set(['/changes', '/revisions/:revision/revert']);
+const BODY_MESH_ROUTES = new Set(['/apply', '/revisions/:revision/revert']);
 
 /** Routes only an admin may call, whatever the method: callers and the keys that sign tokens. */
 const ADMIN_ROUTES = [/^\/api-tokens/, /^\/meshes\/:mesh\/signing-keys/];
@@ -50,7 +50,8 @@ export function registerAccess(app: FastifyInstance, access: ApiAccess): void {
       throw new UnauthenticatedError(authentication.reason);
     }
     const { caller } = authentication;
-    const refusal = refusalOf(caller, request.method, route, (request.params as { mesh?: string }).mesh);
+    const meshesInBody = route !== undefined && BODY_MESH_ROUTES.has(route) && caller.role === 'writer';
+    const refusal = meshesInBody ? undefined : refusalOf(caller, request.method, route, (request.params as { mesh?: string }).mesh);
     if (refusal !== undefined) {
       access.onDenied?.(403);
       throw new ForbiddenError(caller, refusal);
@@ -66,7 +67,6 @@ export function refusalOf(caller: ApiCaller, method: string, route: string | und
   if (adminOnly) return 'only an admin may manage API tokens and signing keys';
   if (method === 'GET' || method === 'HEAD') return undefined;
   if (caller.role === 'reader') return 'a reader may only read';
-  if (route !== undefined && MESHES_CHECKED_BY_ROUTE.has(route)) return undefined;
   if (mesh === undefined || !caller.meshes.includes(mesh)) {
     return `a writer may write only its meshes (${caller.meshes.join(', ')})${mesh === undefined ? '' : `, not ${mesh}`}`;
   }
@@ -75,8 +75,8 @@ export function refusalOf(caller: ApiCaller, method: string, route: string | und
 
 /**
  * Refuses (403) a write a writer's token does not cover: one of `meshes` is not its. The check
- * of routes whose meshes the gate cannot see (`MESHES_CHECKED_BY_ROUTE`); `undefined` stands
- * for "every mesh" (a revert of the whole store), which only an admin may write.
+ * of routes whose meshes the gate cannot see (`BODY_MESH_ROUTES`); `undefined` stands for
+ * "every mesh" (a revert of the whole store), which only an admin may write.
  */
 export function checkMeshes(request: FastifyRequest, meshes: Iterable<string> | undefined): void {
   const { caller } = request;

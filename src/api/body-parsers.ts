@@ -18,12 +18,14 @@ export const ACCEPTED_MEDIA_TYPES: readonly string[] = ['application/json', ...Y
  */
 export function registerBodyParsers(app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, async (_request: FastifyRequest, text: string | Buffer) =>
-    shaped(parseJson(text.toString()), bodyLimit),
+  // A route may take a larger body than the server's default (POST /apply).
+  const limitOf = (request: FastifyRequest) => request.routeOptions.bodyLimit ?? bodyLimit;
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, async (request: FastifyRequest, text: string | Buffer) =>
+    shaped(parseJson(text.toString()), limitOf(request)),
   );
-  app.addContentTypeParser(YAML_MEDIA_TYPES, { parseAs: 'string' }, async (_request: FastifyRequest, text: string | Buffer) => {
+  app.addContentTypeParser(YAML_MEDIA_TYPES, { parseAs: 'string' }, async (request: FastifyRequest, text: string | Buffer) => {
     const source = text.toString();
-    return shaped(isBlank(source) ? undefined : parseYaml(source), bodyLimit);
+    return shaped(isBlank(source) ? undefined : parseYaml(source), limitOf(request));
   });
   app.addContentTypeParser('*', refuseMediaType);
   app.addHook('preValidation', async (request) => {

@@ -18,6 +18,7 @@ import { ACCEPTED_MEDIA_TYPES } from './body-parsers.js';
 import {
   type ApiError,
   BodyTooLargeError,
+  type RefusedDocument,
   InternalError,
   MalformedRequestError,
   MethodNotAllowedError,
@@ -66,6 +67,7 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_API_ROUTE_NOT_FOUND: 404,
   CHANCERY_API_UNAUTHENTICATED: 401,
   CHANCERY_API_FORBIDDEN: 403,
+  CHANCERY_API_APPLY_REFUSED: 400,
   CHANCERY_API_BODY_TOO_LARGE: 413,
   CHANCERY_API_UNSUPPORTED_MEDIA_TYPE: 415,
   CHANCERY_API_INTERNAL: 500,
@@ -94,6 +96,8 @@ export interface ErrorBody {
   readonly field?: string;
   readonly reason: string;
   readonly issues?: readonly ValidationIssue[];
+  /** `POST /apply`: each refused resource. */
+  readonly items?: readonly RefusedDocument[];
   /** A write refused for its warnings (`failOnWarnings`): each of them. */
   readonly warnings?: readonly ChangeWarning[];
 }
@@ -129,6 +133,7 @@ export function errorResponse(error: unknown, limits: ServerLimits): ErrorRespon
     ...(field !== undefined && { field }),
     reason: handled.message,
     ...('issues' in handled && { issues: handled.issues }),
+    ...('items' in handled && { items: handled.items }),
     ...('warnings' in handled && { warnings: handled.warnings }),
   };
   const headers: Record<string, string> =

@@ -191,6 +191,34 @@ export class ForbiddenError extends ChanceryError {
   }
 }
 
+/** One resource of a `POST /apply` that was refused: its position in `items`, what it names, and why. */
+export interface RefusedDocument {
+  readonly index: number;
+  readonly type?: string;
+  readonly mesh?: string;
+  readonly name?: string;
+  /** The status its own PUT would have been answered with. */
+  readonly status: number;
+  readonly code: string;
+  /** The field, from the body: `items[3].networking.inbound[0].port`. */
+  readonly field?: string;
+  readonly reason: string;
+}
+
+/** A `POST /apply` in which some resources were refused: none of them was written. */
+export class ApplyRefusedError extends ChanceryError {
+  readonly code = 'CHANCERY_API_APPLY_REFUSED';
+  readonly field: string;
+  constructor(
+    total: number,
+    readonly items: readonly RefusedDocument[],
+  ) {
+    const [first] = items;
+    super(`${items.length} of ${total} resources refused, nothing applied; the first: ${first?.field ?? `items[${first?.index}]`}: ${first?.reason}`);
+    this.field = first?.field ?? 'items';
+  }
+}
+
 /** Something failed that the API has no better answer for; the cause is logged, not sent. */
 export class InternalError extends ChanceryError {
   readonly code = 'CHANCERY_API_INTERNAL';
@@ -217,4 +245,5 @@ export type ApiError =
   | RouteNotFoundError
   | UnauthenticatedError
   | ForbiddenError
+  | ApplyRefusedError
   | InternalError;

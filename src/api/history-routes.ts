@@ -61,7 +61,8 @@ export function registerHistoryRoutes(app: FastifyInstance, store: ResourceStore
   );
 }
 
-async function history(store: ResourceStore, key: ResourceKey, query: Query): Promise<HistoryPage> {
+/** One resource's retained events, a page at a time; 404 for a resource that never was nor is. */
+export async function history(store: ResourceStore, key: ResourceKey, query: Query): Promise<HistoryPage> {
   const { after, limit } = readPage(query);
   const { horizon, events } = await store.history(key, after, limit);
   // Nothing retained and nothing now: a typo in the name, not an empty history.
@@ -70,7 +71,7 @@ async function history(store: ResourceStore, key: ResourceKey, query: Query): Pr
 }
 
 /** The query parameters of a page of events. */
-const PAGE = ['after', 'limit'] as const;
+export const PAGE = ['after', 'limit'] as const;
 
 function readPage(query: Query): Page {
   return {

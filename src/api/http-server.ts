@@ -4,10 +4,10 @@ import fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyRequest
 import type { Logger } from 'pino';
 import type { TlsFiles } from '../identity/index.js';
 import { registerAccess, type ApiAccess } from './access.js';
+import { registerApplyRoutes } from './apply-routes.js';
 import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { registerBootstrapRoutes } from './bootstrap-routes.js';
-import { registerChangeRoutes } from './change-routes.js';
 import { registerRevisionRoutes } from './revision-routes.js';
 import { answerClientError } from './client-errors.js';
 import { errorResponse, type ServerLimits } from './error-response.js';
@@ -17,6 +17,8 @@ import { registerHistoryRoutes } from './history-routes.js';
 import { registerIdentityRoutes } from './identity-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
 import { registerPathCheck } from './path-params.js';
+import { registerPolicyExplanationRoutes } from './policy-explanation-routes.js';
+import { registerPolicyRoutes } from './policy-routes.js';
 import { registerQueryCheck } from './query-params.js';
 import { registerResourceRoutes } from './resource-routes.js';
 import { RouteMethods } from './route-methods.js';
@@ -67,7 +69,8 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   const logger: FastifyBaseLogger = options.logger;
   const { tls } = options;
   const answer = (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const { status, body, headers, unexpected } = errorResponse(error, limits);
+    // A route may take a larger body than the server's default (POST /apply).
+    const { status, body, headers, unexpected } = errorResponse(error, { ...limits, bodyLimit: request.routeOptions?.bodyLimit ?? bodyLimit });
     if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'request failed');
     else if (status >= 500) request.log.warn({ code: body.code, reason: body.reason }, 'request failed');
     else if (status === 401 || status === 403) request.log.warn({ code: body.code, reason: body.reason, method: request.method, url: request.url, ip: request.ip }, 'request refused');
@@ -116,7 +119,9 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
       : reply.code(503).send({ status: 'not-ready', reason: 'the store has not caught up with the event log yet' }),
   );
   registerResourceRoutes(app, backend);
-  registerChangeRoutes(app, backend);
+  registerApplyRoutes(app, backend);
+  registerPolicyRoutes(app, backend);
+  registerPolicyExplanationRoutes(app, backend.store);
   registerRevisionRoutes(app, backend);
   registerHistoryRoutes(app, backend.store);
   registerIdentityRoutes(app, backend);

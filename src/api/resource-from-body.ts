@@ -20,7 +20,7 @@ export function resourceFromBody(body: unknown, key: ResourceKey): BodyResource 
   const { type, mesh, name, version, ...rest } = body as Record<string, unknown>;
   agree('type', type, key.type);
   agree('name', name, key.name);
-  if (key.type === 'Dataplane') agree('mesh', mesh, key.mesh);
+  if (key.type !== 'Mesh') agree('mesh', mesh, key.mesh);
   // A Mesh has no `mesh` field: one in the body goes on to validation, which refuses it.
   const identity =
     key.type === 'Mesh'

@@ -12,16 +12,16 @@ import { readWriteQuery, withWarnings, WRITE_PARAMS } from './write-query.js';
 /** The headers a write is answered with, beside its status. */
 export const WRITE_HEADERS = { outcome: 'chancery-outcome', revision: 'chancery-revision', from: 'chancery-from-revision' } as const;
 
-interface MeshParams {
+export interface MeshParams {
   readonly mesh: string;
 }
-interface DataplaneParams extends MeshParams {
+export interface DataplaneParams extends MeshParams {
   readonly name: string;
 }
 
-type KeyOf<TParams> = (params: TParams) => ResourceKey;
+export type KeyOf<TParams> = (params: TParams) => ResourceKey;
 
-const meshKey: KeyOf<MeshParams> = ({ mesh }) => ({ type: 'Mesh', mesh, name: mesh });
+export const meshKey: KeyOf<MeshParams> = ({ mesh }) => ({ type: 'Mesh', mesh, name: mesh });
 const dataplaneKey: KeyOf<DataplaneParams> = ({ mesh, name }) => ({ type: 'Dataplane', mesh, name });
 
 /**
@@ -41,8 +41,9 @@ export function registerResourceRoutes(app: FastifyInstance, { store, changes }:
   routesFor(app, store, changes, '/meshes/:mesh/dataplanes/:name', dataplaneKey);
 }
 
+/** `GET`, `PUT` and `DELETE` of one resource at `url`, whose parameters `keyOf` reads as its key. */
 // fastify's conditional route types do not resolve for a type parameter, hence `as TParams`.
-function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: ResourceStore, changes: ChangeDesk, url: string, keyOf: KeyOf<TParams>): void {
+export function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: ResourceStore, changes: ChangeDesk, url: string, keyOf: KeyOf<TParams>): void {
   app.get(url, takes('revision'), async (request, reply) => {
     const key = keyOf(request.params as TParams);
     const query = request.query as Query;
@@ -93,7 +94,7 @@ function withOutcome(reply: FastifyReply, written: Written): FastifyReply {
 }
 
 /** A stored resource as the API answers it: the JSON mapping of its chancery.v1 message, with its version (proto/). */
-function resourceJson(stored: Stored<Resource>): Record<string, unknown> {
+export function resourceJson(stored: Stored<Resource>): Record<string, unknown> {
   return messageJson(stored.resource, stored.version);
 }
 

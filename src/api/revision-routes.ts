@@ -1,14 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import { itemJson, type ResourceChange, type RolloutAnswer, type RolloutScope, type WriteSummary } from '../changes/index.js';
+import { type ResourceChange, type RolloutAnswer, type RolloutScope, type WriteSummary } from '../changes/index.js';
 import { excerpt } from '../excerpt.js';
 import { DNS_LABEL_RULE, isDnsLabel, resourceJson } from '../mesh/index.js';
 import { asSeq } from '../store/index.js';
 import { authorOf, checkMeshes } from './access.js';
 import type { ApiBackend } from './api-backend.js';
-import type { ChangeAnswer } from './change-routes.js';
 import { InvalidQueryError } from './errors.js';
 import { integer, single, takes, type Query } from './query-params.js';
-import { readWriteQuery, WRITE_PARAMS } from './write-query.js';
+import { readWriteQuery, writeAnswer, WRITE_PARAMS } from './write-query.js';
 
 /** Writes `GET /revisions` answers unless asked otherwise, and the most it answers. */
 const RECENT_WRITES = { default: 20, max: 100 } as const;
@@ -41,10 +40,9 @@ export function registerRevisionRoutes(app: FastifyInstance, { rollouts, changes
     const writes = await changes.revertTo(asSeq(Number(request.params.revision)), mesh);
     const caller = authorOf(request);
     if (asked.dryRun) return changes.preview(writes, { caller, page: asked.page });
-    const { written, warnings } = await changes.write(writes, { caller, failOnWarnings: asked.failOnWarnings });
-    request.log.info({ to: Number(request.params.revision), mesh, from: written.from, revision: written.revision, writes: writes.length }, 'reverted');
-    const answer: ChangeAnswer = { from: written.from, revision: written.revision, items: written.items.map((item) => itemJson(item)), warnings };
-    return answer;
+    const written = await changes.write(writes, { caller, failOnWarnings: asked.failOnWarnings });
+    request.log.info({ to: Number(request.params.revision), mesh, from: written.written.from, revision: written.written.revision, writes: writes.length }, 'reverted');
+    return writeAnswer(written);
   });
 
   app.get<{ Querystring: Query }>('/diff', takes('from', 'to', 'mesh'), async (request): Promise<DiffAnswer> => {

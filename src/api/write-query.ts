@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { NODES_PAGE, type ChangeWarning, type NodePage } from '../changes/index.js';
+import { itemJson, NODES_PAGE, type ChangeWarning, type DeskWritten, type ItemJson, type NodePage } from '../changes/index.js';
 import { InvalidQueryError } from './errors.js';
 import { flag, integer, type Query } from './query-params.js';
 
@@ -36,4 +36,19 @@ export function readWriteQuery(query: Query): WriteQuery {
 export function withWarnings(reply: FastifyReply, warnings: readonly ChangeWarning[]): FastifyReply {
   if (warnings.length === 0) return reply;
   return reply.header('warning', warnings.map((warning) => `299 chancery "${warning.message.replace(/["\\]/g, '\\$&')}"`));
+}
+
+/** What a write of several resources answers (`POST /apply`, a revert): the revisions it spans, each write's outcome, its warnings. */
+export interface WriteAnswer {
+  /** The revision it followed. */
+  readonly from: number;
+  /** The revision it reached: its last event's; `from` when every write was unchanged. */
+  readonly revision: number;
+  readonly items: readonly ItemJson[];
+  readonly warnings: readonly ChangeWarning[];
+}
+
+/** A desk's write as its answer. */
+export function writeAnswer({ written, warnings }: DeskWritten): WriteAnswer {
+  return { from: written.from, revision: written.revision, items: written.items.map((item) => itemJson(item)), warnings };
 }

@@ -1,7 +1,7 @@
-import { WRITE_HEADERS, type ChangeAnswer } from '../api/index.js';
+import { WRITE_HEADERS } from '../api/index.js';
 import { NODES_PAGE, type PreviewAnswer } from '../changes/index.js';
 import type { ApiAnswer, ApiClient } from './api-client.js';
-import type { CliIo } from './cli-io.js';
+import type { CliIo, TextSink } from './cli-io.js';
 import { ApiRejectedError, PreviewMovedError, UnexpectedResponseError, UsageError } from './errors.js';
 import { formatDocument } from './format-output.js';
 import { previewDiff, previewText } from './preview-output.js';
@@ -38,21 +38,49 @@ export const CHANGE_HELP = `  --dry-run
 
 export type ChangeFlags = { readonly [K in keyof typeof CHANGE_OPTIONS]?: K extends 'output' | 'timeout' ? string : boolean };
 
-/** Whether the command line asks for a preview, a checked write or a wait (any of the flags above). */
-export function asksForChange(flags: ChangeFlags): boolean {
-  return flags['dry-run'] === true || flags['fail-on-warnings'] === true || flags.output !== undefined || flags.wait === true || flags.timeout !== undefined;
+/** The revisions a write spans: what `--wait` and `chancery rollout status` follow. */
+export interface WrittenRevisions {
+  readonly from: number;
+  readonly revision: number;
+}
+
+/** Refuses flags that do not go together (exit 2), before anything is sent. */
+export function checkChangeFlags(flags: ChangeFlags): void {
+  const output = flags.output;
+  if (output !== undefined && output !== 'json' && output !== 'diff') throw new UsageError(`-o must be json or diff; got "${output}"`);
+  if (output !== undefined && flags['dry-run'] !== true) throw new UsageError('-o json|diff shows a dry run: add --dry-run');
+  if (flags.wait === true && flags['dry-run'] === true) throw new UsageError('--wait follows a write: a dry run writes nothing');
+  if (flags.timeout !== undefined && flags.wait !== true) throw new UsageError('--timeout is how long --wait waits: add --wait');
+  if (flags.timeout !== undefined) timeoutOf(flags.timeout);
 }
 
 /**
  * After a write was made: with `--wait`, follows its rollout across the fleet and resolves with
  * the exit code (`waitForRollout`); without it, with `code`.
  */
-export async function waitIfAsked(flags: ChangeFlags, written: ApiAnswer, client: ApiClient, io: CliIo, code: number): Promise<number> {
+export async function waitIfAsked(flags: ChangeFlags, written: WrittenRevisions, client: ApiClient, io: CliIo, code: number): Promise<number> {
   if (flags.wait !== true) return code;
-  const revisions = revisionsOf(written);
-  // A server older than the revision headers: nothing to follow.
-  if (revisions === undefined) throw new UnexpectedResponseError(client.address, written.status, 'a write answered without its revisions');
-  return waitForRollout(client, revisions, timeoutOf(flags.timeout ?? DEFAULT_TIMEOUT), io);
+  return waitForRollout(client, written, timeoutOf(flags.timeout ?? DEFAULT_TIMEOUT), io);
+}
+
+/**
+ * A dry run's answer printed as asked: text, `-o json` or `-o diff`, its warnings on stderr.
+ * Resolves with the exit code: 1 when `--fail-on-warnings` would refuse it.
+ */
+export function printPreview(answer: PreviewAnswer, flags: ChangeFlags, io: CliIo): number {
+  if (flags.output === 'json') io.stdout.write(formatDocument(answer, 'json'));
+  else if (flags.output === 'diff') io.stdout.write(previewDiff(answer));
+  else io.stdout.write(previewText(answer));
+  printWarnings(answer.warnings.map((warning) => warning.message), io.stderr);
+  return flags['fail-on-warnings'] === true && answer.warnings.length > 0 ? EXIT.failed : EXIT.ok;
+}
+
+/** When `error` is a write refused for its warnings (`--fail-on-warnings`): prints them and says so. */
+export function refusedForWarnings(error: unknown, stderr: TextSink): boolean {
+  if (!(error instanceof ApiRejectedError) || error.rejection.warnings === undefined) return false;
+  printWarnings(error.rejection.warnings.map((warning) => warning.message), stderr);
+  stderr.write('Refused (--fail-on-warnings): nothing was written.\n');
+  return true;
 }
 
 /** One write route's request: `?dryRun=true` or `?failOnWarnings=true` is added to `path`. */
@@ -69,38 +97,26 @@ export interface ChangeRequest {
  * with the exit code, and the answer of a write that was made, for the command to report.
  */
 export async function runChange(request: ChangeRequest, flags: ChangeFlags, client: ApiClient, io: CliIo): Promise<{ readonly code: number; readonly written?: ApiAnswer }> {
-  const output = flags.output;
-  if (output !== undefined && output !== 'json' && output !== 'diff') throw new UsageError(`-o must be json or diff; got "${output}"`);
-  if (output !== undefined && flags['dry-run'] !== true) throw new UsageError('-o json|diff shows a dry run: add --dry-run');
-  if (flags.wait === true && flags['dry-run'] === true) throw new UsageError('--wait follows a write: a dry run writes nothing');
-  if (flags.timeout !== undefined && flags.wait !== true) throw new UsageError('--timeout is how long --wait waits: add --wait');
-  if (flags.timeout !== undefined) timeoutOf(flags.timeout);
-  if (flags['dry-run'] === true) {
-    const answer = await preview(client, request, output === undefined ? 'first' : 'all');
-    if (output === 'json') io.stdout.write(formatDocument(answer, 'json'));
-    else if (output === 'diff') io.stdout.write(previewDiff(answer));
-    else io.stdout.write(previewText(answer));
-    printWarnings(answer.warnings.map((warning) => warning.message), io.stderr);
-    return { code: flags['fail-on-warnings'] === true && answer.warnings.length > 0 ? EXIT.failed : EXIT.ok };
-  }
+  checkChangeFlags(flags);
+  if (flags['dry-run'] === true) return { code: printPreview(await readPreview(client, request, flags), flags, io) };
   const checked = flags['fail-on-warnings'] === true ? `${request.path.includes('?') ? '&' : '?'}failOnWarnings=true` : '';
   try {
     const written = await client.request(request.method, `${request.path}${checked}`, request.body);
     return { code: EXIT.ok, written };
   } catch (error) {
-    if (!(error instanceof ApiRejectedError) || error.rejection.warnings === undefined) throw error;
-    printWarnings(error.rejection.warnings.map((warning) => warning.message), io.stderr);
-    io.stderr.write('Refused (--fail-on-warnings): nothing was written.\n');
+    if (!refusedForWarnings(error, io.stderr)) throw error;
     return { code: EXIT.failed };
   }
 }
 
-/** The revisions a write spans, from its answer (a change's body, a PUT's or DELETE's headers): what `--wait` follows. */
-function revisionsOf(answer: ApiAnswer): { readonly from: number; readonly revision: number } | undefined {
-  const body = answer.body as Partial<ChangeAnswer> | undefined;
+/** The revisions a write spans, from its answer: its body's (`from`, `revision`), or a PUT's or DELETE's headers. */
+export function revisionsOf(answer: ApiAnswer, address: string): WrittenRevisions {
+  const body = answer.body as Partial<WrittenRevisions> | undefined;
   const revision = Number(body?.revision ?? answer.headers[WRITE_HEADERS.revision]);
   const from = Number(body?.from ?? answer.headers[WRITE_HEADERS.from]);
-  return Number.isSafeInteger(revision) && Number.isSafeInteger(from) ? { from, revision } : undefined;
+  // A server older than the revision headers: nothing to follow.
+  if (!Number.isSafeInteger(revision) || !Number.isSafeInteger(from)) throw new UnexpectedResponseError(address, answer.status, 'a write answered without its revisions');
+  return { from, revision };
 }
 
 function timeoutOf(text: string): number {
@@ -111,13 +127,13 @@ function timeoutOf(text: string): number {
   }
 }
 
-/** The dry run's answer: its first page of nodes, or every page merged into one. */
-async function preview(client: ApiClient, request: ChangeRequest, pages: 'first' | 'all'): Promise<PreviewAnswer> {
+/** A dry run of `request`: its first page of nodes for text, every page merged into one for `-o json` and `-o diff`. */
+export async function readPreview(client: ApiClient, request: ChangeRequest, flags: ChangeFlags): Promise<PreviewAnswer> {
   const separator = request.path.includes('?') ? '&' : '?';
   const page = async (offset: number) =>
     (await client.request(request.method, `${request.path}${separator}dryRun=true&offset=${offset}&limit=${NODES_PAGE.max}`, request.body)).body as PreviewAnswer;
   const first = await page(0);
-  if (pages === 'first') return first;
+  if (flags.output === undefined) return first;
   const nodes = [...first.nodes.items];
   const resources = { ...first.resources };
   while (nodes.length < first.nodes.total) {

@@ -14,6 +14,7 @@ import {
   parseByteSize,
   parseCount,
   parseInstanceId,
+  parseLogFormat,
   parseLogLevel,
   parseOnOff,
   parseOptionalDuration,
@@ -246,6 +247,14 @@ export const RUN_OPTIONS = {
     help: 'fatal, error, warn, info, debug, trace or silent',
     parse: parseLogLevel,
   },
+  logFormat: {
+    flag: 'log-format',
+    env: 'CHANCERY_LOG_FORMAT',
+    default: undefined,
+    value: 'pretty|json',
+    help: 'pretty: a line for a person (local time, level, message, fields); json: one JSON object a line, for a log collector (default: pretty on a terminal, json otherwise)',
+    parse: parseLogFormat,
+  },
 } as const satisfies Record<string, OptionSpec<unknown>>;
 
 /** A TLS file setting of the xDS or API listener: `--xds-tls-cert`, `CHANCERY_API_TLS_CLIENT_CA`, … */
@@ -366,7 +375,7 @@ function apiAuthOf(config: RunConfig): Pick<ControlPlaneOptions, 'apiAuth'> {
   const apiAuth = config.apiAuth ?? (isLoopback(host) ? 'none' : 'token');
   if (apiAuth === 'none' && !isLoopback(host)) {
     throw new UsageError(
-      `--api-auth none on ${config.apiAddress} would let anyone who reaches it rewrite the fleet: listen on loopback (127.0.0.1) or use --api-auth token (README "Securing Chancery")`,
+      `--api-auth none on ${config.apiAddress} would let anyone who reaches it rewrite the fleet: listen on loopback (127.0.0.1) or use --api-auth token (docs/security.md, "Securing Chancery")`,
     );
   }
   // An API token is made in the store before the server reads it (`api-token issue --store`): in

@@ -81,6 +81,15 @@ export function parseLogLevel(text: string): LogLevel {
   return level;
 }
 
+export const LOG_FORMATS = ['pretty', 'json'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+export function parseLogFormat(text: string): LogFormat {
+  const format = LOG_FORMATS.find((candidate) => candidate === text);
+  if (format === undefined) throw new Error(`expected one of ${LOG_FORMATS.join(', ')}; got "${text}"`);
+  return format;
+}
+
 /**
  * How much event history to keep: `off` (every event), a number of events (`100000`, the
  * newest ones), or an age with its unit (`30d`, `12h`, `90m`, `45s`).

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
-import { DEFAULT_MESH, type ConfigurationType, type ResourceKey } from '../mesh/index.js';
+import { CONFIGURATION_TYPES, DEFAULT_MESH, type ConfigurationType, type ResourceKey } from '../mesh/index.js';
 import { ManifestError } from './errors.js';
 
 /** One resource read from a file, with where it came from and the API path it goes to. */
@@ -12,12 +12,12 @@ export interface ManifestEntry {
   readonly resource: Readonly<Record<string, unknown>>;
 }
 
-// A Dataplane can only be written into an existing mesh, so meshes go first.
-const APPLY_ORDER: Readonly<Record<ConfigurationType, number>> = { Mesh: 0, Dataplane: 1 };
+// A Dataplane or a policy can only be written into an existing mesh, so meshes go first.
+const applyOrder = (type: ConfigurationType) => (type === 'Mesh' ? 0 : type === 'Dataplane' ? 1 : 2);
 
 /**
  * Reads every resource of every file (`-` is stdin), in apply order: Meshes first, then
- * Dataplanes, each in file order. A file holds YAML documents separated by `---`, a YAML
+ * Dataplanes, then policies, each in file order. A file holds YAML documents separated by `---`, a YAML
  * list, a JSON object or a JSON array. Any file that cannot be read, parsed or addressed
  * (no type or name) fails the whole read, so nothing is applied from a broken file.
  */
@@ -29,7 +29,7 @@ export async function readManifests(files: readonly string[], stdin: AsyncIterab
     entries.push(...parseManifest(text, source));
   }
   // Array.prototype.sort is stable: file order is kept within a type.
-  return entries.sort((a, b) => APPLY_ORDER[a.key.type] - APPLY_ORDER[b.key.type]);
+  return entries.sort((a, b) => applyOrder(a.key.type) - applyOrder(b.key.type));
 }
 
 /** The resources in one file's text, in file order. */
@@ -72,12 +72,15 @@ function entryOf(value: unknown, source: string): ManifestEntry {
   }
   const resource = value as Readonly<Record<string, unknown>>;
   const { type, name, mesh } = resource;
-  if (type !== 'Mesh' && type !== 'Dataplane') throw new ManifestError(source, 'type', 'must be "Mesh" or "Dataplane"');
+  if (typeof type !== 'string' || !(CONFIGURATION_TYPES as readonly string[]).includes(type)) {
+    throw new ManifestError(source, 'type', `must be one of ${CONFIGURATION_TYPES.map((each) => `"${each}"`).join(', ')}`);
+  }
   if (typeof name !== 'string' || name === '') throw new ManifestError(source, 'name', 'is required');
   if (type === 'Mesh') return { source, key: { type, mesh: name, name }, resource };
+  const configuration = type as ConfigurationType;
   // As kubectl puts a resource without a namespace in `default`.
   if (mesh !== undefined && (typeof mesh !== 'string' || mesh === '')) throw new ManifestError(source, 'mesh', 'must be a mesh name');
-  return { source, key: { type, mesh: mesh ?? DEFAULT_MESH, name }, resource };
+  return { source, key: { type: configuration, mesh: mesh ?? DEFAULT_MESH, name }, resource };
 }
 
 async function readText(file: string): Promise<string> {

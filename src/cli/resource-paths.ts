@@ -1,7 +1,9 @@
 import type { ConfigurationType, ResourceKey } from '../mesh/index.js';
+import { isPolicyType, POLICY_PLURALS, POLICY_TYPES } from '../policies/index.js';
 import { UsageError } from './errors.js';
 
-// What `chancery get TYPE` accepts, as kubectl accepts `pod`, `pods` and `po`.
+// What `chancery get TYPE` accepts, as kubectl accepts `pod`, `pods` and `po`; a policy by its
+// type and by its API collection, as kumactl does (`meshtimeout`, `meshtimeouts`).
 const TYPE_WORDS: Readonly<Record<string, ConfigurationType>> = {
   mesh: 'Mesh',
   meshes: 'Mesh',
@@ -9,12 +11,16 @@ const TYPE_WORDS: Readonly<Record<string, ConfigurationType>> = {
   dataplanes: 'Dataplane',
   dp: 'Dataplane',
   dps: 'Dataplane',
+  ...Object.fromEntries(POLICY_TYPES.flatMap((type) => [[type.toLowerCase(), type], [POLICY_PLURALS[type], type]])),
 };
+
+/** The words `resourceTypeOf` names in its refusal. */
+export const TYPE_WORDS_HELP = `mesh(es), dataplane(s), dp, ${POLICY_TYPES.map((type) => POLICY_PLURALS[type]).join(', ')}`;
 
 /** The resource type a command-line word names, in any case. */
 export function resourceTypeOf(word: string): ConfigurationType {
   const type = TYPE_WORDS[word.toLowerCase()];
-  if (type === undefined) throw new UsageError(`unknown resource type "${word}": use mesh(es), dataplane(s) or dp`);
+  if (type === undefined) throw new UsageError(`unknown resource type "${word}": use ${TYPE_WORDS_HELP}`);
   return type;
 }
 
@@ -25,11 +31,11 @@ export function keyFor(type: ConfigurationType, mesh: string, name: string): Res
 
 /** The API path of one resource (DESIGN §7). */
 export function resourcePath(key: ResourceKey): string {
-  const mesh = `/meshes/${encodeURIComponent(key.mesh)}`;
-  return key.type === 'Mesh' ? mesh : `${mesh}/dataplanes/${encodeURIComponent(key.name)}`;
+  return key.type === 'Mesh' ? `/meshes/${encodeURIComponent(key.mesh)}` : `${collectionPath(key.type as ConfigurationType, key.mesh)}/${encodeURIComponent(key.name)}`;
 }
 
-/** The API path listing a type: every Mesh, or the Dataplanes of `mesh`. */
+/** The API path listing a type: every Mesh, or the Dataplanes (or policies of one type) of `mesh`. */
 export function collectionPath(type: ConfigurationType, mesh: string): string {
-  return type === 'Mesh' ? '/meshes' : `/meshes/${encodeURIComponent(mesh)}/dataplanes`;
+  if (type === 'Mesh') return '/meshes';
+  return `/meshes/${encodeURIComponent(mesh)}/${isPolicyType(type) ? POLICY_PLURALS[type] : 'dataplanes'}`;
 }

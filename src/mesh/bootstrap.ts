@@ -111,7 +111,7 @@ function upstreamTls(host: string, caFile: string): object {
 /**
  * How a proxyless gRPC client dials Chancery: `insecure`, or `google_default`: TLS trusting
  * `GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`, with a JWT the client signs on every stream with the
- * service account in `GOOGLE_APPLICATION_CREDENTIALS` (README "Securing Chancery").
+ * service account in `GOOGLE_APPLICATION_CREDENTIALS` (docs/security.md, "Securing Chancery").
  */
 export type GrpcChannelCredentials = 'insecure' | 'google_default';
 

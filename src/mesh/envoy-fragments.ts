@@ -7,6 +7,7 @@ export const TCP_PROXY = 'envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy
 export const HTTP_CONNECTION_MANAGER =
   'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 export const ROUTER = 'envoy.extensions.filters.http.router.v3.Router';
+export const HTTP_PROTOCOL_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
 
 /**
  * Where a Listener's routes or a Cluster's endpoints come from: the same ADS stream, v3. gRPC

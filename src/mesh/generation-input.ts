@@ -1,3 +1,4 @@
+import type { Policy } from '../policies/index.js';
 import type { Dataplane, Mesh, Resource, Valid } from './resources.js';
 
 /**
@@ -14,6 +15,16 @@ export interface GenerationInput {
 export interface MeshResources {
   readonly mesh: Held<Mesh>;
   readonly dataplanes: ReadonlyMap<string, Held<Dataplane>>;
+  /**
+   * The mesh's traffic policies by `policyId` (`MeshTimeout/timeout-global`): the same object
+   * while no policy changes, so what is derived from them is derived once. Left out, none.
+   */
+  readonly policies?: ReadonlyMap<string, Held<Policy>>;
+}
+
+/** A policy's key among its mesh's policies: its type and name. */
+export function policyId(type: Policy['type'], name: string): string {
+  return `${type}/${name}`;
 }
 
 /** A resource as stored: a new object only when it is written. */

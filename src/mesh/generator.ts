@@ -2,7 +2,6 @@ import {
   CLUSTER,
   ENDPOINT,
   LISTENER,
-  ResourceSet,
   ROUTE,
   sealSnapshot,
   type EmptyConfigurationError,
@@ -11,7 +10,10 @@ import {
 } from '../xds/index.js';
 import type { GenerationInput } from './generation-input.js';
 import { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from './errors.js';
+import { MeshPolicies } from '../policies/index.js';
+import { grpcNamedSets } from './grpc-profiles.js';
 import { meshServices } from './mesh-services.js';
+import { nodeEndpoints } from './node-endpoints.js';
 import { nodeResources } from './node-resources.js';
 import { parseNodeId } from './node-id.js';
 
@@ -29,8 +31,9 @@ export type GenerateResult =
 /**
  * The configuration of `node` at `projection.revision` (DESIGN §6): pure and deterministic,
  * so every instance produces the same versions for the same projection (I6). A node's
- * wildcard sets hold its own Envoy listeners and clusters; its named sets are the mesh's
- * service resources, the same objects for every node of the mesh. Encoding happens only for
+ * wildcard sets hold its own Envoy listeners and clusters (and its outbounds' routes); its
+ * named sets are the mesh's service resources, the same objects for every node the same
+ * policies select (for every node of a mesh without policies). Encoding happens only for
  * what changed since the last call: a Dataplane or mesh left as it was costs no encoding.
  * Returns an error, never a placeholder, when there is nothing to push (I1).
  */
@@ -45,15 +48,18 @@ export function generate(node: string, projection: GenerationInput): GenerateRes
     return { ok: false, error: new DataplaneNotFoundError(node, revision, id.mesh, id.name) };
   }
   const services = meshServices(state);
-  const own = nodeResources(dataplane, services);
+  // The policies selecting the node, matched by a pure function of the mesh at this revision (I9).
+  const selection = MeshPolicies.of(state.policies, state).select(dataplane.resource.networking);
+  const own = nodeResources(dataplane, services, selection);
+  const grpc = grpcNamedSets(services, selection);
   return sealSnapshot({
     node,
     revision,
     types: {
-      [CLUSTER]: { wildcard: own.clusters, named: services.clusters },
-      [ENDPOINT]: { wildcard: services.missingEndpoints(own.outboundServices), named: services.endpoints },
+      [CLUSTER]: { wildcard: own.clusters, named: grpc.clusters },
+      [ENDPOINT]: { wildcard: nodeEndpoints(services, own), named: grpc.endpoints },
       [LISTENER]: { wildcard: own.listeners, named: services.listeners },
-      [ROUTE]: { wildcard: ResourceSet.empty, named: services.routes },
+      [ROUTE]: { wildcard: own.routes, named: grpc.routes },
     },
   });
 }

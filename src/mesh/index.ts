@@ -7,6 +7,7 @@ export { generate, type GenerateError, type GenerateResult } from './generator.j
 export { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from './errors.js';
 export {
   API_ROLES,
+  CONFIGURATION_TYPES,
   CREDENTIAL_TYPES,
   DATAPLANE_AUTH_MODES,
   DEFAULT_MESH,
@@ -41,5 +42,15 @@ export {
   type GrpcChannelCredentials,
   type XdsMode,
 } from './bootstrap.js';
-export type { GenerationInput, Held, MeshResources } from './generation-input.js';
+export { policyId, type GenerationInput, type Held, type MeshResources } from './generation-input.js';
 export { chanceryMessageType, decodeResourceMessage, encodeResourceMessage, resourceJson, resourceMessageType } from './resource-schema.js';
+export {
+  explainPolicies,
+  type ExplainResult,
+  type InboundExplanation,
+  type NodePolicies,
+  type OutboundExplanation,
+} from './policy-explanation.js';
+export type { FieldExplanation } from './field-rows.js';
+export type { Backend, ClientKind, RouteExplanation } from './route-plan.js';
+export type { Protocol } from './protocols.js';

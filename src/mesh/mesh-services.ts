@@ -1,7 +1,10 @@
 import { ResourceSet, type EncodedResource } from '../xds/index.js';
 import type { Held, MeshResources } from './generation-input.js';
+import { protocolOf, serviceProtocol, UNKNOWN_SERVICE_PROTOCOL, type Protocol, type ServiceProtocol } from './protocols.js';
 import type { Mesh } from './resources.js';
-import { emptyAssignment, serviceResources, type Endpoint, type ServiceResources } from './service-resources.js';
+import { hasTags, type Tags } from '../policies/index.js';
+import { subsetClusterName } from './names.js';
+import { emptyAssignment, loadAssignment, serviceResources, type Endpoint, type ServiceResources } from './service-resources.js';
 
 /**
  * What one mesh state gives every node in it: a set per xDS type holding the resources of
@@ -14,10 +17,22 @@ export class MeshServices {
   readonly clusters: readonly ResourceSet[];
   readonly endpoints: readonly ResourceSet[];
   readonly #services: ReadonlyMap<string, ServiceResources>;
+  readonly #protocols: ReadonlyMap<string, ServiceProtocol>;
+  readonly #members: ReadonlyMap<string, readonly Member[]>;
   readonly #memo: MeshMemo;
+  /** Subsets routes named at this state, by cluster name: built on first use. */
+  #subsets: Map<string, Subset> | undefined;
 
-  constructor(services: ReadonlyMap<string, ServiceResources>, memo: MeshMemo) {
+  constructor(
+    readonly mesh: string,
+    services: ReadonlyMap<string, ServiceResources>,
+    protocols: ReadonlyMap<string, ServiceProtocol>,
+    members: ReadonlyMap<string, readonly Member[]>,
+    memo: MeshMemo,
+  ) {
     this.#services = services;
+    this.#protocols = protocols;
+    this.#members = members;
     this.#memo = memo;
     const previous = memo.last;
     // Listener, route and cluster depend on the service name alone, so while the set of
@@ -49,10 +64,49 @@ export class MeshServices {
     return set;
   }
 
+  /** What a service speaks to its callers: `tcp` while no inbound serves it. */
+  protocol(name: string): ServiceProtocol {
+    return this.#protocols.get(name) ?? UNKNOWN_SERVICE_PROTOCOL;
+  }
+
+  /**
+   * The endpoints of `service` whose inbounds carry every one of `tags` (a MeshServiceSubset),
+   * with their ClusterLoadAssignment, named `subsetClusterName(service, tags)`.
+   */
+  subset(service: string, tags: Tags): Subset {
+    const name = subsetClusterName(service, tags);
+    this.#subsets ??= new Map();
+    let subset = this.#subsets.get(name);
+    if (subset === undefined) {
+      const endpoints = (this.#members.get(service) ?? []).filter((member) => hasTags(member.tags, tags));
+      subset = Object.freeze({ name, size: endpoints.length, assignment: loadAssignment(this.mesh, name, endpoints) });
+      this.#subsets.set(name, subset);
+    }
+    return subset;
+  }
+
+  /** Every service some inbound serves, sorted. */
+  get names(): readonly string[] {
+    return (this.#names ??= Object.freeze([...this.#services.keys()].sort()));
+  }
+  #names: readonly string[] | undefined;
+
   /** The resources of one service, or undefined while no inbound serves it. */
   service(name: string): ServiceResources | undefined {
     return this.#services.get(name);
   }
+}
+
+/** One inbound serving a service: where, and with which tags. */
+interface Member extends Endpoint {
+  readonly tags: Tags;
+}
+
+/** The endpoints of a service with some tags: how many, and their ClusterLoadAssignment. */
+export interface Subset {
+  readonly name: string;
+  readonly size: number;
+  readonly assignment: EncodedResource;
 }
 
 /** A list of shared sets, frozen: every node's snapshot holds it as it is, without a copy of its own. */
@@ -87,13 +141,17 @@ function build(state: MeshResources): MeshServices {
     memo = { last: undefined, emptyEndpoints: new Map() };
     memos.set(state.mesh, memo);
   }
-  const endpoints = new Map<string, Endpoint[]>();
+  const endpoints = new Map<string, Member[]>();
+  const declared = new Map<string, Set<Protocol>>();
   for (const { resource } of state.dataplanes.values()) {
     const { address, inbound } = resource.networking;
     for (const { port, tags } of inbound) {
       const list = endpoints.get(tags.service);
-      if (list === undefined) endpoints.set(tags.service, [{ address, port }]);
-      else list.push({ address, port });
+      if (list === undefined) endpoints.set(tags.service, [{ address, port, tags }]);
+      else list.push({ address, port, tags });
+      const protocols = declared.get(tags.service);
+      if (protocols === undefined) declared.set(tags.service, new Set([protocolOf(tags)]));
+      else protocols.add(protocolOf(tags));
     }
   }
   const mesh = state.mesh.resource.name;
@@ -101,7 +159,8 @@ function build(state: MeshResources): MeshServices {
   for (const [service, list] of endpoints) {
     services.set(service, serviceResources(mesh, service, list, memo.last?.service(service)));
   }
-  const built = new MeshServices(services, memo);
+  const protocols = new Map([...declared].map(([service, each]) => [service, serviceProtocol(each)]));
+  const built = new MeshServices(mesh, services, protocols, endpoints, memo);
   memo.last = built;
   return built;
 }

@@ -26,3 +26,16 @@ export function localClusterName(servicePort: number): string {
 export function serviceResourceName(service: string): string {
   return service;
 }
+
+/**
+ * The cluster (and ClusterLoadAssignment) of the endpoints of `service` whose inbounds carry all
+ * of `tags`, a MeshHTTPRoute's MeshServiceSubset: `echo:version=v2`. A service is a DNS label, so
+ * the `:` keeps it apart from every service's own name; tags are sorted, and escaped so that two
+ * subsets never share a name.
+ */
+export function subsetClusterName(service: string, tags: Readonly<Record<string, string>>): string {
+  const pairs = Object.keys(tags)
+    .sort()
+    .map((key) => `${encodeURIComponent(key)}=${encodeURIComponent(tags[key]!)}`);
+  return `${serviceResourceName(service)}:${pairs.join(',')}`;
+}

@@ -1,43 +1,65 @@
+import { protoDuration, type PolicySelection } from '../policies/index.js';
 import { anyOf, CLUSTER, encodeResource, LISTENER, ResourceSet, type EncodedResource } from '../xds/index.js';
 import type { Held } from './generation-input.js';
 import { CONNECT_TIMEOUT, TCP_PROXY, socketAddress, statPrefix } from './envoy-fragments.js';
 import { inboundListenerName, localClusterName, outboundListenerName } from './names.js';
 import type { MeshServices } from './mesh-services.js';
 import type { Dataplane } from './resources.js';
-import { edsCluster } from './service-resources.js';
+import { envoyOutbound } from './outbound-resources.js';
+import { clusterPlanOf, routePlanOf } from './plans.js';
+import type { ClusterRef } from './route-plan.js';
 
-/** What a dataplane gets for itself: an Envoy's wildcard LDS and CDS sets (DESIGN §6). */
+/** What a dataplane gets for itself: an Envoy's wildcard LDS and CDS sets, and its outbounds' routes (DESIGN §6). */
 export interface NodeResources {
   readonly listeners: ResourceSet;
   readonly clusters: ResourceSet;
-  /** The services its outbounds call, sorted and distinct. */
+  /** The RouteConfiguration of each outbound to an HTTP service, named after its listener. */
+  readonly routes: ResourceSet;
+  /** The services whose own clusters its outbounds use, sorted and distinct. */
   readonly outboundServices: readonly string[];
+  /** The subsets whose clusters its routes name: their endpoints are read at each mesh state. */
+  readonly subsets: readonly ClusterRef[];
 }
 
 // A stored Dataplane is a new object only when it is written, so its resources are encoded
-// once per write, not once per push or per change elsewhere in the mesh.
-const memo = new WeakMap<Held<Dataplane>, NodeResources>();
+// once per write and per change of what its outbounds are rendered from (the protocol of each
+// service it calls, the policies for those calls), not once per push or per unrelated change.
+const memo = new WeakMap<Held<Dataplane>, { readonly context: string; readonly own: NodeResources }>();
 
 /**
- * A dataplane's own resources, built once per stored object. `services` only lends the
- * EDS clusters it already encoded; a cluster depends on its service name alone, so what is
- * built does not depend on the mesh state it was first built with.
+ * A dataplane's own resources, built once per stored object and outbound context. `selection`
+ * holds the policies that select the dataplane; `services` the mesh state its outbounds' routes
+ * and clusters are planned at.
  */
-export function nodeResources(stored: Held<Dataplane>, services: MeshServices): NodeResources {
-  let own = memo.get(stored);
-  if (own === undefined) {
-    own = build(stored.resource, services);
-    memo.set(stored, own);
-  }
+export function nodeResources(stored: Held<Dataplane>, services: MeshServices, selection: PolicySelection): NodeResources {
+  const context = outboundContext(stored.resource, services, selection);
+  const held = memo.get(stored);
+  if (held?.context === context) return held.own;
+  const own = build(stored.resource, services, selection);
+  memo.set(stored, { context, own });
   return own;
 }
 
-function build(dataplane: Dataplane, services: MeshServices): NodeResources {
+/** What a dataplane's resources depend on besides itself: how each outbound is planned, its clusters included. */
+function outboundContext(dataplane: Dataplane, services: MeshServices, selection: PolicySelection): string {
+  let context = '';
+  for (const { service } of dataplane.networking.outbound) {
+    const plan = routePlanOf(services, 'envoy', selection.outbound(service));
+    context += plan.key;
+    for (const ref of plan.clusters) context += clusterPlanOf(services, 'envoy', selection.outbound(ref.service)).key;
+  }
+  return context;
+}
+
+function build(dataplane: Dataplane, services: MeshServices, selection: PolicySelection): NodeResources {
   const { address, inbound, outbound } = dataplane.networking;
   // Keyed by name: two inbounds may share a servicePort and two outbounds a service, and a
   // response must never carry one name twice (xDS "Grouping").
   const listeners = new Map<string, EncodedResource>();
   const clusters = new Map<string, EncodedResource>();
+  const routes: EncodedResource[] = [];
+  const outboundServices = new Set<string>();
+  const subsets = new Map<string, ClusterRef>();
   for (const { port, servicePort } of inbound) {
     const cluster = localClusterName(servicePort);
     const listener = inboundListenerName(address, port);
@@ -45,16 +67,24 @@ function build(dataplane: Dataplane, services: MeshServices): NodeResources {
     if (!clusters.has(cluster)) clusters.set(cluster, localCluster(cluster, servicePort));
   }
   for (const { port, service } of outbound) {
-    const listener = outboundListenerName(port);
-    const cluster = services.service(service)?.cluster ?? edsCluster(service);
-    listeners.set(listener, tcpProxyListener(listener, '127.0.0.1', port, cluster.name, 'OUTBOUND'));
-    clusters.set(cluster.name, cluster);
+    const own = envoyOutbound(port, service, services, selection);
+    if (own.http !== undefined) {
+      listeners.set(own.http.listener.name, own.http.listener);
+      routes.push(own.http.route);
+    } else {
+      const listener = outboundListenerName(port);
+      listeners.set(listener, tcpProxyListener(listener, '127.0.0.1', port, own.cluster, 'OUTBOUND', own.idleTimeout));
+    }
+    for (const cluster of own.clusters) clusters.set(cluster.name, cluster);
+    for (const each of own.services) outboundServices.add(each);
+    for (const ref of own.subsetRefs) subsets.set(ref.name, ref);
   }
-  const outboundServices = [...new Set(outbound.map(({ service }) => service))].sort();
   return Object.freeze({
     listeners: new ResourceSet(listeners.values()),
     clusters: new ResourceSet(clusters.values()),
-    outboundServices: Object.freeze(outboundServices),
+    routes: routes.length === 0 ? ResourceSet.empty : new ResourceSet(routes),
+    outboundServices: Object.freeze([...outboundServices].sort()),
+    subsets: Object.freeze([...subsets.values()]),
   });
 }
 
@@ -70,6 +100,7 @@ function tcpProxyListener(
   port: number,
   cluster: string,
   direction: 'INBOUND' | 'OUTBOUND',
+  idleTimeout?: string,
 ): EncodedResource {
   return encodeResource(LISTENER, name, {
     name,
@@ -84,6 +115,7 @@ function tcpProxyListener(
               stat_prefix: statPrefix(cluster),
               cluster,
               ...(direction === 'OUTBOUND' && { max_connect_attempts: { value: OUTBOUND_CONNECT_ATTEMPTS } }),
+              ...(idleTimeout !== undefined && { idle_timeout: protoDuration(idleTimeout) }),
             }),
           },
         ],

@@ -3,10 +3,12 @@
  * `validate()`; the store and the generator accept nothing else.
  */
 
+import { POLICY_TYPES, type Policy } from '../policies/index.js';
+
 declare const valid: unique symbol;
 export type Valid<T> = T & { readonly [valid]: true };
 
-/** Whether a mesh's dataplanes must prove who they are on the xDS stream (README "Securing Chancery"). */
+/** Whether a mesh's dataplanes must prove who they are on the xDS stream (docs/security.md, "Securing Chancery"). */
 export type DataplaneAuth = 'none' | 'token';
 export const DATAPLANE_AUTH_MODES: readonly DataplaneAuth[] = ['none', 'token'];
 
@@ -89,17 +91,18 @@ export interface ApiToken {
 
 /** What authentication reads and the generator never does. */
 export type Credential = SigningKey | ServiceAccountKey | ApiToken;
-/** What users write as manifests (`chancery apply`, `PUT`). */
-export type Configuration = Mesh | Dataplane;
+/** What users write as manifests (`chancery apply`, `PUT`): meshes, dataplanes and traffic policies. */
+export type Configuration = Mesh | Dataplane | Policy;
 export type Resource = Configuration | Credential;
 export type ResourceType = Resource['type'];
 export type CredentialType = Credential['type'];
 export type ConfigurationType = Configuration['type'];
-export const RESOURCE_TYPES: readonly ResourceType[] = ['Mesh', 'Dataplane', 'SigningKey', 'ServiceAccountKey', 'ApiToken'];
+export const CONFIGURATION_TYPES: readonly ConfigurationType[] = ['Mesh', 'Dataplane', ...POLICY_TYPES];
+export const RESOURCE_TYPES: readonly ResourceType[] = [...CONFIGURATION_TYPES, 'SigningKey', 'ServiceAccountKey', 'ApiToken'];
 export const CREDENTIAL_TYPES: readonly CredentialType[] = ['SigningKey', 'ServiceAccountKey', 'ApiToken'];
 
 /** Types that live in a mesh: written only into a live mesh, and deleted with it. */
-const MESH_SCOPED: ReadonlySet<ResourceType> = new Set(['Dataplane', 'SigningKey', 'ServiceAccountKey']);
+const MESH_SCOPED: ReadonlySet<ResourceType> = new Set(['Dataplane', ...POLICY_TYPES, 'SigningKey', 'ServiceAccountKey']);
 
 export function isMeshScoped(type: ResourceType): boolean {
   return MESH_SCOPED.has(type);

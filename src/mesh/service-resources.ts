@@ -47,22 +47,30 @@ export function serviceResources(
     listener: previous?.listener ?? apiListener(name),
     route: previous?.route ?? routeToCluster(name),
     cluster: previous?.cluster ?? edsCluster(service),
-    assignment: encodeResource(ENDPOINT, name, {
-      cluster_name: name,
-      // gRPC NACKs a locality without `locality` and silently skips one without
-      // `load_balancing_weight` (toolchain-notes §4.3), so both are always set.
-      endpoints: [
-        {
-          locality: { region: mesh, zone: 'default' },
-          load_balancing_weight: { value: 1 },
-          lb_endpoints: sorted.map(({ address, port }) => ({
-            endpoint: { address: socketAddress(address, port) },
-            health_status: 'HEALTHY',
-          })),
-        },
-      ],
-    }),
+    assignment: loadAssignment(mesh, name, sorted),
     endpointsKey,
+  });
+}
+
+/**
+ * The ClusterLoadAssignment `name` of `endpoints` (a service's, or a subset's), sorted so that
+ * every instance encodes the same bytes (I6).
+ */
+export function loadAssignment(mesh: string, name: string, endpoints: readonly Endpoint[]): EncodedResource {
+  return encodeResource(ENDPOINT, name, {
+    cluster_name: name,
+    // gRPC NACKs a locality without `locality` and silently skips one without
+    // `load_balancing_weight` (toolchain-notes §4.3), so both are always set.
+    endpoints: [
+      {
+        locality: { region: mesh, zone: 'default' },
+        load_balancing_weight: { value: 1 },
+        lb_endpoints: sortedDistinct(endpoints).map(({ address, port }) => ({
+          endpoint: { address: socketAddress(address, port) },
+          health_status: 'HEALTHY',
+        })),
+      },
+    ],
   });
 }
 

@@ -1,21 +1,18 @@
 import { isIP } from 'node:net';
 import { fieldPath } from '../field-path.js';
 import { textProblem } from '../storable-text.js';
-import { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
 import { RESOURCE_LIMITS } from './limits.js';
-import { DATAPLANE_AUTH_MODES, type Configuration, type Dataplane, type DataplaneAuth, type Inbound, type Mesh, type Outbound, type Valid } from './resources.js';
+import { PROTOCOL_TAG, PROTOCOLS } from './protocols.js';
+import { isPolicyType } from '../policies/index.js';
+import { readPolicy } from './validate-policy.js';
+import { Issues, isFields, readLabel, readList, readObject, rejectUnknown, type Fields, type ValidationIssue } from './validation-readers.js';
+import { CONFIGURATION_TYPES, DATAPLANE_AUTH_MODES, type Configuration, type Dataplane, type DataplaneAuth, type Inbound, type Mesh, type Outbound, type Valid } from './resources.js';
 
-export interface ValidationIssue {
-  /** A property path into the input, `networking.inbound[0].port`; `''` is the input itself. */
-  readonly path: string;
-  readonly reason: string;
-}
+export type { ValidationIssue } from './validation-readers.js';
 
 export type ValidationResult =
   | { readonly ok: true; readonly resource: Valid<Configuration> }
   | { readonly ok: false; readonly issues: readonly ValidationIssue[] };
-
-type Fields = Readonly<Record<string, unknown>>;
 
 // Unknown fields are refused at every level, so a typo (`inbounds`) is an error rather than
 // a dataplane silently configured without what the user meant.
@@ -40,29 +37,6 @@ export function validate(input: unknown): ValidationResult {
   return { ok: true, resource };
 }
 
-class Issues {
-  readonly #list: ValidationIssue[] = [];
-  #count = 0;
-
-  get count(): number {
-    return this.#count;
-  }
-
-  /** Records an issue; returns undefined so a reader can `return issues.add(…)`. */
-  add(path: string, reason: string): undefined {
-    this.#count += 1;
-    if (this.#list.length < RESOURCE_LIMITS.issues) this.#list.push(Object.freeze({ path, reason }));
-    return undefined;
-  }
-
-  /** The issues kept, and one counting the rest: a body of 100,000 unknown keys answers in a few KB. */
-  listed(): readonly ValidationIssue[] {
-    const untold = this.#count - this.#list.length;
-    const list = untold === 0 ? this.#list : [...this.#list, { path: '', reason: `and ${untold} more issues` }];
-    return Object.freeze(list);
-  }
-}
-
 function readResource(input: unknown, issues: Issues): Valid<Configuration> | undefined {
   const fields = readObject(input, '', issues);
   if (fields === undefined) return undefined;
@@ -74,7 +48,8 @@ function readResource(input: unknown, issues: Issues): Valid<Configuration> | un
     case undefined:
       return issues.add('type', 'is required');
     default:
-      return issues.add('type', 'must be "Mesh" or "Dataplane"');
+      if (typeof fields.type === 'string' && isPolicyType(fields.type)) return readPolicy(fields, issues);
+      return issues.add('type', `must be one of ${CONFIGURATION_TYPES.map((type) => `"${type}"`).join(', ')}`);
   }
 }
 
@@ -176,13 +151,18 @@ function readTags(value: unknown, path: string, issues: Issues): Inbound['tags']
       issues.add(tagPath, 'must be a string');
       continue;
     }
-    const valueProblem = textProblem(tag, RESOURCE_LIMITS.tagValueLength);
+    const valueProblem = key === PROTOCOL_TAG ? protocolProblem(tag) : textProblem(tag, RESOURCE_LIMITS.tagValueLength);
     if (valueProblem === undefined) tags.push([key, tag]);
     else issues.add(tagPath, valueProblem);
   }
   if (service === undefined || issues.count > before) return undefined;
   // fromEntries defines each key as the object's own, `__proto__` included, as JSON.parse does.
   return Object.freeze({ ...Object.fromEntries(tags), service });
+}
+
+/** The tag `protocol` says how callers reach the service (protocols.ts): one of a few words. */
+function protocolProblem(tag: string): string | undefined {
+  return (PROTOCOLS as readonly string[]).includes(tag) ? undefined : `must be one of ${PROTOCOLS.map((each) => `"${each}"`).join(', ')}`;
 }
 
 /** Inbound listeners bind `<address>:<port>` and outbound ones `127.0.0.1:<port>`: no port twice. */
@@ -202,37 +182,6 @@ function checkPortsDistinct(fields: Fields, path: string, issues: Issues): void 
   }
 }
 
-function readList<T>(
-  value: unknown,
-  path: string,
-  max: number,
-  issues: Issues,
-  readItem: (item: unknown, path: string, issues: Issues) => T | undefined,
-): readonly T[] | undefined {
-  if (value === undefined) return Object.freeze([]);
-  if (!Array.isArray(value)) return issues.add(path, 'must be an array');
-  if (value.length > max) return issues.add(path, `must have at most ${max} entries; it has ${value.length}`);
-  const items: T[] = [];
-  let complete = true;
-  value.forEach((item: unknown, index) => {
-    const read = readItem(item, `${path}[${index}]`, issues);
-    if (read === undefined) complete = false;
-    else items.push(read);
-  });
-  return complete ? Object.freeze(items) : undefined;
-}
-
-function readObject(value: unknown, path: string, issues: Issues): Fields | undefined {
-  if (value === undefined && path !== '') return issues.add(path, 'is required');
-  return isFields(value) ? value : issues.add(path, 'must be an object');
-}
-
-function readLabel(value: unknown, path: string, issues: Issues): string | undefined {
-  if (value === undefined) return issues.add(path, 'is required');
-  if (typeof value !== 'string') return issues.add(path, 'must be a string');
-  return isDnsLabel(value) ? value : issues.add(path, DNS_LABEL_RULE);
-}
-
 function readPort(value: unknown, path: string, issues: Issues): number | undefined {
   if (value === undefined) return issues.add(path, 'is required');
   return isPort(value) ? value : issues.add(path, PORT_RULE);
@@ -246,16 +195,7 @@ function readAddress(value: unknown, path: string, issues: Issues): string | und
   return isIP(value) === 0 ? issues.add(path, 'must be an IPv4 or IPv6 address') : value;
 }
 
-function rejectUnknown(fields: Fields, known: readonly string[], path: string, what: string, issues: Issues): void {
-  for (const key of Object.keys(fields)) {
-    if (!known.includes(key)) issues.add(fieldPath(path, key), `unknown field; ${what} has ${known.join(', ')}`);
-  }
-}
-
-function isFields(value: unknown): value is Fields {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function isPort(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 65535;
 }
+

@@ -1,4 +1,5 @@
-import { isCredential, isMeshScoped, keyOf, type Credential, type Dataplane, type Mesh, type Resource, type ResourceKey, type Valid } from '../mesh/index.js';
+import { isCredential, isMeshScoped, keyOf, policyId, type Credential, type Dataplane, type Mesh, type Resource, type ResourceKey, type Valid } from '../mesh/index.js';
+import { isPolicyType, type Policy } from '../policies/index.js';
 import { keyIdOf } from './write-plan.js';
 import { asSeq, type Checkpoint, type MeshState, type Projection, type ResourceEvent, type Seq, type Stored } from './types.js';
 
@@ -30,7 +31,10 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
       const resource = event.resource;
       if (resource.type === 'Mesh') batch.putMesh(storedOf(resource, event));
       else if (resource.type === 'Dataplane') batch.putDataplane(storedOf(resource, event));
+      else if (isPolicy(resource)) batch.putPolicy(storedOf(resource, event));
       else batch.putCredential(storedOf(resource, event));
+    } else if (isPolicyType(event.key.type)) {
+      batch.deletePolicy(event.key.mesh, policyId(event.key.type, event.key.name));
     } else if (event.key.type !== 'Mesh' && event.key.type !== 'Dataplane') {
       batch.deleteCredential(keyIdOf(event.key));
     } else if (event.key.type === 'Mesh') {
@@ -48,7 +52,8 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
  * projection has one).
  */
 export function projectionOf(checkpoint: Checkpoint): Projection {
-  const meshes = new Map<string, { mesh: Stored<Mesh>; dataplanes: Map<string, Stored<Dataplane>> }>();
+  const meshes = new Map<string, { mesh: Stored<Mesh>; dataplanes: Map<string, Stored<Dataplane>>; policies?: Map<string, Stored<Policy>> }>();
+  const policies = new Map<string, Map<string, Stored<Policy>>>();
   const credentials = new Map<string, Stored<Credential>>();
   for (const stored of checkpoint.resources) {
     if (stored.resource.type === 'Mesh') meshes.set(stored.resource.name, { mesh: stored as Stored<Mesh>, dataplanes: new Map() });
@@ -56,10 +61,16 @@ export function projectionOf(checkpoint: Checkpoint): Projection {
   for (const stored of checkpoint.resources) {
     const { resource } = stored;
     if (resource.type === 'Dataplane') meshes.get(resource.mesh)?.dataplanes.set(resource.name, stored as Stored<Dataplane>);
-    else if (isCredential(resource) && (!('mesh' in resource) || meshes.has(resource.mesh))) {
+    else if (isPolicy(resource) && meshes.has(resource.mesh)) {
+      let ofMesh = policies.get(resource.mesh);
+      if (ofMesh === undefined) policies.set(resource.mesh, (ofMesh = new Map()));
+      ofMesh.set(policyId(resource.type, resource.name), stored as Stored<Policy>);
+    } else if (isCredential(resource) && (!('mesh' in resource) || meshes.has(resource.mesh))) {
       credentials.set(keyIdOf(keyOf(resource)), stored as Stored<Credential>);
     }
   }
+  // As `applyEvents` leaves it: a mesh without policies has no `policies`.
+  for (const [name, ofMesh] of policies) meshes.set(name, { ...meshes.get(name)!, policies: ofMesh });
   return { revision: checkpoint.seq, meshes, credentials };
 }
 
@@ -69,6 +80,7 @@ export function checkpointOf(projection: Projection): Checkpoint {
   for (const state of projection.meshes.values()) {
     resources.push(state.mesh);
     for (const dataplane of state.dataplanes.values()) resources.push(dataplane);
+    for (const policy of state.policies?.values() ?? []) resources.push(policy);
   }
   resources.push(...projection.credentials.values());
   return { seq: projection.revision, resources };
@@ -95,11 +107,13 @@ export function withResources(projection: Projection, revision: Seq, resources: 
     const resource = stored?.resource;
     if (resource === undefined || resource.type === 'Mesh') continue;
     if (resource.type === 'Dataplane') batch.putDataplane(stored as Stored<Dataplane>);
+    else if (isPolicy(resource)) batch.putPolicy(stored as Stored<Policy>);
     else batch.putCredential(stored as Stored<Credential>);
   }
   for (const { key, stored } of all) {
     if (stored !== undefined || key.type === 'Mesh') continue;
     if (key.type === 'Dataplane') batch.deleteDataplane(key.mesh, key.name);
+    else if (isPolicyType(key.type)) batch.deletePolicy(key.mesh, policyId(key.type, key.name));
     else batch.deleteCredential(keyIdOf(key));
   }
   for (const { key, stored } of all) if (stored === undefined && key.type === 'Mesh') batch.deleteMesh(key.name);
@@ -110,6 +124,7 @@ export function withResources(projection: Projection, revision: Seq, resources: 
 export function storedIn(projection: Projection, key: ResourceKey): Stored<Resource> | undefined {
   if (key.type === 'Mesh') return projection.meshes.get(key.name)?.mesh;
   if (key.type === 'Dataplane') return projection.meshes.get(key.mesh)?.dataplanes.get(key.name);
+  if (isPolicyType(key.type)) return projection.meshes.get(key.mesh)?.policies?.get(policyId(key.type, key.name));
   return projection.credentials.get(keyIdOf(key));
 }
 
@@ -120,14 +135,19 @@ export function storedOf<T extends Resource>(resource: Valid<T>, event: Resource
 
 /**
  * A mesh the batch has looked at. `origin` is its state before the batch (none for a new
- * mesh); its dataplanes are `shared` with that state until the batch changes one, then `copied`.
+ * mesh); its dataplanes are `shared` with that state until the batch changes one, then `copied`,
+ * and so are its policies.
  */
 interface Draft {
   readonly origin: MeshState | undefined;
   mesh: Stored<Mesh>;
   readonly shared: ReadonlyMap<string, Stored<Dataplane>>;
   copied: Map<string, Stored<Dataplane>> | undefined;
+  readonly sharedPolicies: ReadonlyMap<string, Stored<Policy>>;
+  copiedPolicies: Map<string, Stored<Policy>> | undefined;
 }
+
+const NO_POLICIES: ReadonlyMap<string, Stored<Policy>> = new Map();
 
 /** The copy-on-write state of one `applyEvents` call. */
 class Batch {
@@ -144,7 +164,9 @@ class Batch {
 
   putMesh(mesh: Stored<Mesh>): void {
     const draft = this.#draft(mesh.resource.name);
-    if (draft === undefined) this.#drafts.set(mesh.resource.name, { origin: undefined, mesh, shared: new Map(), copied: undefined });
+    if (draft === undefined) {
+      this.#drafts.set(mesh.resource.name, { origin: undefined, mesh, shared: new Map(), copied: undefined, sharedPolicies: NO_POLICIES, copiedPolicies: undefined });
+    }
     else draft.mesh = mesh;
   }
 
@@ -177,11 +199,22 @@ class Batch {
     if (draft !== undefined && (draft.copied ?? draft.shared).has(name)) writableDataplanes(draft).delete(name);
   }
 
+  putPolicy(policy: Stored<Policy>): void {
+    const draft = this.#draft(policy.resource.mesh);
+    if (draft !== undefined) writablePolicies(draft).set(policyId(policy.resource.type, policy.resource.name), policy);
+  }
+
+  deletePolicy(mesh: string, id: string): void {
+    const draft = this.#draft(mesh);
+    if (draft !== undefined && (draft.copiedPolicies ?? draft.sharedPolicies).has(id)) writablePolicies(draft).delete(id);
+  }
+
   finish(revision: Seq, at: string | undefined): Projection {
     for (const [name, draft] of this.#drafts) {
       // A mesh the batch only looked at keeps its object: consumers memoise on identity.
-      if (draft.copied === undefined && draft.mesh === draft.origin?.mesh) continue;
-      this.#writableMeshes().set(name, { mesh: draft.mesh, dataplanes: draft.copied ?? draft.shared });
+      if (draft.copied === undefined && draft.copiedPolicies === undefined && draft.mesh === draft.origin?.mesh) continue;
+      const policies = draft.copiedPolicies ?? draft.sharedPolicies;
+      this.#writableMeshes().set(name, { mesh: draft.mesh, dataplanes: draft.copied ?? draft.shared, ...(policies.size > 0 && { policies }) });
     }
     return {
       revision,
@@ -197,7 +230,7 @@ class Batch {
     if (draft === undefined) {
       const origin = (this.#meshes ?? this.#base.meshes).get(name);
       if (origin === undefined) return undefined;
-      draft = { origin, mesh: origin.mesh, shared: origin.dataplanes, copied: undefined };
+      draft = { origin, mesh: origin.mesh, shared: origin.dataplanes, copied: undefined, sharedPolicies: origin.policies ?? NO_POLICIES, copiedPolicies: undefined };
       this.#drafts.set(name, draft);
     }
     return draft;
@@ -214,4 +247,12 @@ class Batch {
 
 function writableDataplanes(draft: Draft): Map<string, Stored<Dataplane>> {
   return (draft.copied ??= new Map(draft.shared));
+}
+
+function writablePolicies(draft: Draft): Map<string, Stored<Policy>> {
+  return (draft.copiedPolicies ??= new Map(draft.sharedPolicies));
+}
+
+function isPolicy(resource: Resource): resource is Valid<Policy> {
+  return isPolicyType(resource.type);
 }

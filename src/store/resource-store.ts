@@ -1,4 +1,5 @@
 import { interval, type Observable, type Subscription } from 'rxjs';
+import { isPolicyType } from '../policies/index.js';
 import { DEFAULT_MESH, isDnsLabel, keyOf, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
 import { keyIdOf, keyOfWrite, planWrites } from './write-plan.js';
 import { logStateOf, markBatch, outcomesOf, plannedEvents } from './write-batch.js';
@@ -213,6 +214,11 @@ class EventSourcedStore implements ResourceStore {
 
   list<T extends ResourceType>(type: T, mesh?: string): readonly Stored<OfType<T>>[] {
     const { meshes, credentials } = this.projection;
+    if (isPolicyType(type)) {
+      const states = mesh === undefined ? byName(meshes) : [meshes.get(mesh)].filter((state) => state !== undefined);
+      const listed = states.flatMap((state) => byName(new Map([...(state.policies ?? [])].filter(([, stored]) => stored.resource.type === type))));
+      return listed as Stored<OfType<T>>[];
+    }
     if (type !== 'Mesh' && type !== 'Dataplane') {
       const matching = [...credentials.values()].filter(({ resource }) => resource.type === type && (mesh === undefined || keyOf(resource).mesh === mesh));
       return byName(new Map(matching.map((stored) => [keyIdOf(keyOf(stored.resource)), stored]))) as Stored<OfType<T>>[];
@@ -314,7 +320,7 @@ class EventSourcedStore implements ResourceStore {
 
   async #createDefaultMesh(): Promise<void> {
     // DESIGN §6: `default` exists on a fresh store, open to any dataplane so the walk-through
-    // works on loopback (README "Securing Chancery" makes it require tokens).
+    // works on loopback (docs/security.md, "Securing Chancery", shows a mesh requiring tokens).
     const mesh = { type: 'Mesh', name: DEFAULT_MESH, dataplaneAuth: 'none' } as Valid<Mesh>;
     try {
       await this.#applied(await this.#log.append([{ kind: 'upserted', resource: mesh, expected: 'absent' }], this.#author));

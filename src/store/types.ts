@@ -1,5 +1,6 @@
 import type { Observable } from 'rxjs';
 import type { Credential, Dataplane, GenerationInput, Held, Mesh, MeshResources, Resource, ResourceKey, ResourceType, Valid } from '../mesh/index.js';
+import type { Policy } from '../policies/index.js';
 import type { StoreUnavailableError } from './errors.js';
 import type { SessionRecords } from './session-records.js';
 
@@ -162,6 +163,7 @@ export interface Stored<T extends Resource> extends Held<T> {
 export interface MeshState extends MeshResources {
   readonly mesh: Stored<Mesh>;
   readonly dataplanes: ReadonlyMap<string, Stored<Dataplane>>;
+  readonly policies?: ReadonlyMap<string, Stored<Policy>>;
 }
 
 /** The current resources: the fold of the event log up to `revision`. Immutable. */

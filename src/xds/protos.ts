@@ -26,6 +26,8 @@ const files = [
   'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
   'envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.proto',
   'envoy/extensions/filters/http/router/v3/router.proto',
+  // An HTTP/2 or gRPC service's Envoy cluster speaks HTTP/2 upstream (src/mesh/outbound-resources.ts).
+  'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
 ];
 
 let root: protobuf.Root | undefined;

@@ -102,6 +102,8 @@ export class XdsServer {
   readonly #host: StreamHost;
   #streams = 0;
   #draining = false;
+  /** Resolves once grpc-js has closed every connection, each after its last stream: from the first drain or close on. */
+  #shutdown: Promise<void> | undefined;
 
   constructor(options: XdsServerOptions) {
     this.#options = options;
@@ -196,12 +198,15 @@ export class XdsServer {
   drain(): void {
     this.#draining = true;
     this.#stopAccepting();
-    this.#server.tryShutdown(() => {});
+    this.#shutDown();
   }
 
   /**
-   * Ends every stream still open with UNAVAILABLE (sessions have ended theirs), then waits for
-   * the calls to finish, forcing after `timeoutMs`.
+   * Ends every stream still open with UNAVAILABLE (sessions have ended theirs), then waits until
+   * every connection has closed, forcing after `timeoutMs`. A connection closes once its last
+   * stream has (HTTP/2's graceful close), and its socket only after what was written to it, the
+   * streams' statuses included, has been flushed: a client is told why its stream ended, not
+   * left with a dropped connection.
    */
   close(timeoutMs = 5_000): Promise<void> {
     this.#stopAccepting();
@@ -211,11 +216,20 @@ export class XdsServer {
         this.#server.forceShutdown();
         resolve();
       }, timeoutMs);
-      this.#server.tryShutdown(() => {
+      void this.#shutDown().then(() => {
         clearTimeout(force);
         resolve();
       });
     });
+  }
+
+  /**
+   * grpc-js's graceful shutdown, asked for once: asked again, it would find the connections
+   * already closing and answer at once, before their streams' statuses have reached the clients.
+   */
+  #shutDown(): Promise<void> {
+    this.#shutdown ??= new Promise((resolve) => this.#server.tryShutdown(() => resolve()));
+    return this.#shutdown;
   }
 
   #stopAccepting(): void {

@@ -98,9 +98,9 @@ describe('who may call what', () => {
     ['DELETE', '/meshes/payments/dataplanes/web-%s', undefined, 204, 204, 403],
     ['DELETE', '/meshes/default/dataplanes/web-%s', undefined, 204, 403, 403],
     // A change of several resources: a writer's token must cover every mesh it writes.
-    ['POST', '/changes', { items: [dataplane('payments', 'batch-%s')] }, 200, 200, 403],
-    ['POST', '/changes', { items: [dataplane('payments', 'both-%s'), dataplane('default', 'both-%s')] }, 200, 403, 403],
-    ['POST', '/changes?dryRun=true', { items: [dataplane('default', 'preview-%s')] }, 200, 403, 403],
+    ['POST', '/apply', { items: [dataplane('payments', 'batch-%s')] }, 200, 200, 403],
+    ['POST', '/apply', { items: [dataplane('payments', 'both-%s'), dataplane('default', 'both-%s')] }, 200, 403, 403],
+    ['POST', '/apply?dryRun=true', { items: [dataplane('default', 'preview-%s')] }, 200, 403, 403],
     // Dataplane tokens and service accounts.
     ['POST', '/meshes/payments/dataplanes/backend-1/token', {}, 201, 201, 403],
     ['POST', '/meshes/default/dataplanes/viewer/token', {}, 201, 403, 403],

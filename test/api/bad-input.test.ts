@@ -65,7 +65,7 @@ const BAD_INPUTS: readonly BadInput[] = [
   { what: 'a body over the limit', body: { ...valid, padding: 'x'.repeat(BODY_LIMIT) }, status: 413, code: 'CHANCERY_API_BODY_TOO_LARGE', field: 'body' },
   { what: 'an unsupported Content-Type', contentType: 'text/plain', body: 'hello', status: 415, code: 'CHANCERY_API_UNSUPPORTED_MEDIA_TYPE', field: 'Content-Type' },
   { what: 'an If-Match that is not a version', headers: { 'if-match': 'W/"abc"' }, body: valid, status: 400, code: 'CHANCERY_API_INVALID_PRECONDITION', field: 'If-Match' },
-  // RFC 9110 §8.8.3 and the README: an entity tag is quoted, as the ETag answers it.
+  // RFC 9110 §8.8.3 and docs/http-api.md: an entity tag is quoted, as the ETag answers it.
   { what: 'an If-Match version without quotes', headers: { 'if-match': '1' }, body: valid, status: 400, code: 'CHANCERY_API_INVALID_PRECONDITION', field: 'If-Match' },
   { what: 'an If-Match version quoted on one side only', headers: { 'if-match': '"1' }, body: valid, status: 400, code: 'CHANCERY_API_INVALID_PRECONDITION', field: 'If-Match' },
   { what: 'an If-None-Match other than *', headers: { 'if-none-match': '"1"' }, body: valid, status: 400, code: 'CHANCERY_API_INVALID_PRECONDITION', field: 'If-None-Match' },

@@ -197,7 +197,7 @@ const storable = (text: string) => Buffer.from(text, 'utf8').toString('utf8') ==
 
 /**
  * Whether a Dataplane whose one hostile part is `value`, in a field of kind `field`, must be
- * written: by the documented rules (README Input limits, DESIGN §6), not by validate(). Undefined
+ * written: by the documented rules (docs/limits.md "Input limits", DESIGN §6), not by validate(). Undefined
  * where the rules leave it open here (a port replaced by a number may clash with another).
  */
 function mustWrite(field: Field, value: unknown): boolean | undefined {

@@ -42,7 +42,7 @@ const ROUTES: ReadonlyArray<{ readonly method: string; readonly path: string; re
   { method: 'GET', path: DP },
   { method: 'PUT', path: DP, body: backendDataplane('backend-1', 10002), writes: true },
   { method: 'DELETE', path: DP, writes: true },
-  { method: 'POST', path: '/changes', body: { items: [backendDataplane('backend-1', 10002)] }, writes: true },
+  { method: 'POST', path: '/apply', body: { items: [backendDataplane('backend-1', 10002)] }, writes: true },
   { method: 'GET', path: '/events' },
   { method: 'GET', path: '/meshes/default/history' },
   { method: 'GET', path: `${DP}/history` },

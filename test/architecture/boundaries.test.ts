@@ -40,8 +40,8 @@ describe('the layers of DESIGN.md section 8', () => {
     expect(offenders).toEqual([]);
   });
 
-  it('keeps clocks, timers, the environment and loggers out of the generator and the session chart', () => {
-    const pure = all.filter((file) => file.startsWith('src/mesh/') || file.startsWith('src/machines/'));
+  it('keeps clocks, timers, the environment and loggers out of the generator, the policies and the session chart', () => {
+    const pure = all.filter((file) => file.startsWith('src/mesh/') || file.startsWith('src/policies/') || file.startsWith('src/machines/'));
     const offenders = pure.filter(
       (file) => /\bDate\.now\(|new Date\(\)|\bsetTimeout\(|\bsetInterval\(|\bsetImmediate\(|process\.env/.test(read(file)) || importsOf(file).includes('pino'),
     );
@@ -52,6 +52,14 @@ describe('the layers of DESIGN.md section 8', () => {
   it('lets no code cast a value to a Snapshot: only sealSnapshot makes one (I1)', () => {
     const casts = all.filter((file) => /\bas\s+(unknown\s+as\s+)?Snapshot\b|<Snapshot>/.test(read(file)));
     expect(casts).toEqual([]);
+  });
+
+  it('keeps policy matching pure and below the generator: src/policies imports no other folder and no package', () => {
+    const offenders = all.filter(
+      (file) => file.startsWith('src/policies/') && importsOf(file).some((s) => !s.startsWith('./') && !/^\.\.\/[a-z-]+\.js$/.test(s)),
+    );
+    expect(all.filter((file) => file.startsWith('src/policies/')).length).toBeGreaterThan(4);
+    expect(offenders).toEqual([]);
   });
 
   it('keeps the generator apart from the store: src/mesh imports nothing from src/store', () => {

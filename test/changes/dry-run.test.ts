@@ -75,10 +75,11 @@ describe.each(STORES)('a dry run on the %s store', { timeout: 30_000 }, (_name, 
 
     const deleted = await send('DELETE', '/meshes/default/dataplanes/backend-1?dryRun=true');
     expect(deleted.body).toMatchObject({ dryRun: true, items: [{ name: 'backend-1', outcome: 'deleted' }] });
-    const change = await send('POST', '/changes?dryRun=true', { items: [backendDataplane('backend-2', 10003), { type: 'Mesh', name: 'payments' }] });
+    const change = await send('POST', '/apply?dryRun=true', { items: [backendDataplane('backend-2', 10003), { type: 'Mesh', name: 'payments' }] });
+    // As the apply would write them: Meshes first.
     expect(change.body.items.map((item: { name: string; outcome: string }) => [item.name, item.outcome])).toEqual([
-      ['backend-2', 'created'],
       ['payments', 'created'],
+      ['backend-2', 'created'],
     ]);
 
     expect(await harness.cp.store.readEvents(asSeq(revision), 10)).toEqual([]);
@@ -99,10 +100,10 @@ describe('a dry run', () => {
     expect(noMesh).toMatchObject({ status: 404, body: { code: 'CHANCERY_STORE_MESH_NOT_FOUND' } });
     const missing = await send('DELETE', '/meshes/default/dataplanes/missing?dryRun=true');
     expect(missing).toMatchObject({ status: 404, body: { code: 'CHANCERY_STORE_NOT_FOUND' } });
-    const item = await send('POST', '/changes?dryRun=true', { items: [backendDataplane('a', 10001), { type: 'Dataplane', mesh: 'default', name: 'b', networking: { address: '1.2.3.4', inbound: [{ port: 0, tags: { service: 'b' } }] } }] });
+    const item = await send('POST', '/apply?dryRun=true', { items: [backendDataplane('a', 10001), { type: 'Dataplane', mesh: 'default', name: 'b', networking: { address: '1.2.3.4', inbound: [{ port: 0, tags: { service: 'b' } }] } }] });
     expect(item).toMatchObject({ status: 400, body: { field: 'items[1].networking.inbound[0].port' } });
-    const twice = await send('POST', '/changes?dryRun=true', { items: [backendDataplane('a', 10001), backendDataplane('a', 10002)] });
-    expect(twice).toMatchObject({ status: 400, body: { field: 'items[1]' } });
+    const twice = await send('POST', '/apply?dryRun=true', { items: [backendDataplane('a', 10001), backendDataplane('a', 10002)] });
+    expect(twice).toMatchObject({ status: 400, body: { field: 'items[1].name' } });
   });
 
   it('refuses a bad dryRun, and paging without dryRun, naming the parameter', async () => {

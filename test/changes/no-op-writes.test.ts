@@ -41,20 +41,20 @@ const endpointsOf = (resource: Record<string, unknown>) =>
 describe('a write identical to what is stored is a no-op (DESIGN §7)', () => {
   it('re-applying examples/dataplanes.yaml appends no event and pushes nothing to a connected Envoy', async () => {
     const first = await apply(EXAMPLES);
-    expect(first.stdout).toBe(DOCUMENTS.map((name) => `Dataplane default/${name} created\n`).join(''));
+    expect(first.stdout).toBe(`${DOCUMENTS.map((name) => `Dataplane default/${name} created\n`).join('')}6 resources: 6 created, 0 configured, 0 unchanged, 0 refused\n`);
     const stream = await connectWeb();
     const revision = harness.cp.store.projection.revision;
     const mark = stream.responses.length;
 
     const again = await apply(EXAMPLES);
-    expect(again).toEqual({ code: 0, stderr: '', stdout: DOCUMENTS.map((name) => `Dataplane default/${name} unchanged\n`).join('') });
+    expect(again).toEqual({ code: 0, stderr: '', stdout: `${DOCUMENTS.map((name) => `Dataplane default/${name} unchanged\n`).join('')}6 resources: 0 created, 0 configured, 6 unchanged, 0 refused\n` });
     expect(await harness.cp.store.readEvents(asSeq(revision), 100)).toEqual([]);
     expect(harness.cp.store.projection.revision).toBe(revision);
 
     // A real change the node sees: its push is the first response after the re-apply, so the
     // re-apply pushed nothing (one stream's responses arrive in the order they were written).
     const echo3 = 'type: Dataplane\nmesh: default\nname: echo-3\nnetworking: { address: 127.0.0.1, inbound: [{ port: 10003, servicePort: 8083, tags: { service: echo } }] }\n';
-    expect((await apply('-', echo3)).stdout).toBe('Dataplane default/echo-3 created\n');
+    expect((await apply('-', echo3)).stdout).toBe('Dataplane default/echo-3 created\n1 resource: 1 created, 0 configured, 0 unchanged, 0 refused\n');
     const next = await stream.nextResponse(mark + 1);
     expect(next.typeUrl).toBe(ENDPOINT);
     expect(endpointsOf(next.resources[0]!)).toBe(3);

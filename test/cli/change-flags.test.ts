@@ -69,7 +69,7 @@ describe('chancery delete --dry-run', () => {
 describe('chancery apply --fail-on-warnings', () => {
   it('writes a change without warnings as one batch, printing each outcome', async () => {
     const { code, stdout, stderr } = await cli(['apply', '--fail-on-warnings', '-f', '-'], BACKEND_2);
-    expect({ code, stdout, stderr }).toEqual({ code: 0, stdout: 'Dataplane default/backend-2 created\n', stderr: '' });
+    expect({ code, stdout, stderr }).toEqual({ code: 0, stdout: 'Dataplane default/backend-2 created\n1 resource: 1 created, 0 configured, 0 unchanged, 0 refused\n', stderr: '' });
     expect(harness.cp.list('Dataplane')).toHaveLength(3);
   });
 });

@@ -14,8 +14,8 @@ describe('the Node flags chancery run starts with (src/cli/node-flags.ts)', () =
     const { scripts } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     const firstLine = readFileSync(BIN, 'utf8').split('\n')[0]!;
     for (const flag of NODE_FLAGS) {
-      expect(scripts['start']).toContain(`tsx ${flag} `);
-      expect(scripts['chancery']).toContain(`tsx ${flag} `);
+      expect(scripts['start']).toContain(`exec node ${flag} `);
+      expect(scripts['chancery']).toContain(`exec node ${flag} `);
       expect(firstLine.split(' ')).toContain(flag);
     }
   });

@@ -85,7 +85,7 @@ describe('validate', () => {
     const cases: readonly { what: string; input: unknown; path: string; reason: RegExp }[] = [
       { what: 'the input is not an object', input: [], path: '', reason: /must be an object/ },
       { what: 'type is missing', input: { name: 'x' }, path: 'type', reason: /is required/ },
-      { what: 'type is unknown', input: { type: 'Gateway', name: 'x' }, path: 'type', reason: /"Mesh" or "Dataplane"/ },
+      { what: 'type is unknown', input: { type: 'Gateway', name: 'x' }, path: 'type', reason: /"Mesh", "Dataplane"/ },
       { what: 'a Mesh name has uppercase letters', input: { type: 'Mesh', name: 'Default' }, path: 'name', reason: /DNS label/ },
       { what: 'a Mesh has a field it does not know', input: { type: 'Mesh', name: 'm', mesh: 'm' }, path: 'mesh', reason: /unknown field/ },
       { what: 'a name is longer than 63 characters', input: { type: 'Mesh', name: 'a'.repeat(64) }, path: 'name', reason: /DNS label/ },

@@ -98,7 +98,7 @@ const NODE_ID = fc.oneof(fc.constant('default.web-1'), fc.constant('default.nobo
 const NAMES = fc.array(HOSTILE_TEXT, { maxLength: 4 });
 const ERROR_DETAIL = fc.option(fc.record({ code: fc.integer({ min: 0, max: 16 }), message: HOSTILE_TEXT }), { nil: undefined });
 
-/** The limits the harness runs with: the documented defaults (README, Input limits). */
+/** The limits the harness runs with: the documented defaults (docs/limits.md, "Input limits"). */
 const LIMITS = DEFAULTS.xdsLimits;
 
 /** Bytes to send, and whether they cross a documented limit: undefined where that is not known here. */

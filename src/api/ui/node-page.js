@@ -6,6 +6,7 @@
 import { getJson, getText, openFeed } from './api.js';
 import { outcomeBadge, stateBadge } from './badges.js';
 import { h, parseSvg, replace } from './dom.js';
+import { policiesPanel } from './policies-panel.js';
 import { refreshWhileVisible } from './refresh-while-visible.js';
 import { ago, count, timeOf, TYPES } from './session-status.js';
 
@@ -52,6 +53,9 @@ export function nodePage({ main, setLive }, node) {
   const configEl = h('div', { class: 'config' });
   const fleetSessionsEl = h('ul', { class: 'fleet-sessions' });
   const fleetTimelineEl = h('ol', { class: 'fleet-timeline' });
+  // What the policies did to the node: read from the store, so shown whether or not it is connected.
+  const policies = policiesPanel();
+  let policiesRevision;
   const fleetEl = h(
     'section',
     { class: 'panel fleet-story', 'aria-labelledby': 'fleet-story-title', hidden: true },
@@ -84,6 +88,7 @@ export function nodePage({ main, setLive }, node) {
     noticeEl,
     fleetEl,
     localEl,
+    policies.el,
   );
   document.title = `${node} · Chancery`;
 
@@ -96,6 +101,7 @@ export function nodePage({ main, setLive }, node) {
         chartSvg(),
         chartModel(),
         loadFleet(),
+        loadPolicies(),
       ]);
       statechart = chartData;
       error = session.status === 200 || session.status === 404 ? undefined : session.body.reason;
@@ -123,6 +129,14 @@ export function nodePage({ main, setLive }, node) {
     const sent = await getJson(`/sessions/${encodeURIComponent(node)}/xds`);
     if (sent.status === 200) setConfig(sent.body);
     renderConfig();
+  }
+
+  /** The node's effective policies, at the store's current revision. */
+  async function loadPolicies() {
+    const dot = node.indexOf('.');
+    const { status, body } = await getJson(`/meshes/${encodeURIComponent(node.slice(0, dot))}/dataplanes/${encodeURIComponent(node.slice(dot + 1))}/policies`);
+    policiesRevision = status === 200 ? body.revision : undefined;
+    policies.show(status === 200 ? body : undefined);
   }
 
   /** The node's sessions on every live instance; renders what it changes. */
@@ -329,6 +343,7 @@ export function nodePage({ main, setLive }, node) {
       view = next;
       missing = false;
       render();
+      if (next.revision !== undefined && next.revision !== policiesRevision) loadPolicies().catch(() => policies.show(undefined));
       refreshConfig().catch((failure) => {
         error = `cannot reach the API: ${failure.message}`;
         renderHead();

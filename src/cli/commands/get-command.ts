@@ -1,11 +1,13 @@
 import { DEFAULT_MESH, type Dataplane, type Mesh, type Resource, type ResourceType } from '../../mesh/index.js';
+import { isPolicyType, type Policy } from '../../policies/index.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';
 import { formatDocument, formatDocuments, outputFormatOf } from '../format-output.js';
 import { formatTable } from '../format-table.js';
 import { EXIT } from '../report-error.js';
-import { collectionPath, keyFor, resourcePath, resourceTypeOf } from '../resource-paths.js';
+import { policyTable } from '../policy-table.js';
+import { collectionPath, keyFor, resourcePath, resourceTypeOf, TYPE_WORDS_HELP } from '../resource-paths.js';
 
 const OPTIONS = { mesh: { type: 'string' }, output: { type: 'string', short: 'o' }, revision: { type: 'string' }, ...CLIENT_FLAGS } as const;
 
@@ -14,18 +16,19 @@ type Served = Resource & { readonly version: number };
 
 export const getCommand: Command = {
   name: 'get',
-  summary: 'show meshes or dataplanes',
+  summary: 'show meshes, dataplanes or traffic policies',
   help: `Usage: chancery get TYPE [NAME] [--mesh MESH] [--revision SEQ] [-o table|json|yaml]
 
-TYPE is mesh (meshes) or dataplane (dataplanes, dp). Without NAME, lists them all: every
-mesh, or the dataplanes of one mesh. -o yaml and -o json print what 'chancery apply -f'
+TYPE is mesh (meshes), dataplane (dataplanes, dp) or a policy type (meshhttproutes,
+meshtimeouts, meshretries, meshcircuitbreakers). Without NAME, lists them all: every mesh,
+or the dataplanes (or policies) of one mesh. -o yaml and -o json print what 'chancery apply -f'
 reads, version included, so an edited copy is only applied over the version it was read at.
 With --revision, shows one resource as it was at that store revision ('chancery history'
 lists the revisions that changed it).
 
 Options:
   --mesh MESH
-      the mesh of the dataplanes [default ${DEFAULT_MESH}]
+      the mesh of the dataplanes or policies [default ${DEFAULT_MESH}]
   --revision SEQ
       the store revision to read NAME at [default: the latest]
   -o, --output FORMAT
@@ -36,7 +39,7 @@ ${CLIENT_HELP}
     const { values, positionals } = parseCommandLine(argv, OPTIONS);
     atMost(positionals, 2);
     const [word, name] = positionals;
-    if (word === undefined) throw new UsageError('TYPE is required: mesh or dataplane');
+    if (word === undefined) throw new UsageError(`TYPE is required: ${TYPE_WORDS_HELP}`);
     const type = resourceTypeOf(word);
     if (type === 'Mesh' && values.mesh !== undefined) throw new UsageError('--mesh applies to dataplanes, not meshes');
     const format = outputFormatOf(values.output);
@@ -54,13 +57,14 @@ ${CLIENT_HELP}
         : [(await client.request('GET', `${resourcePath(keyFor(type, mesh, name))}${at}`)).body as Served];
 
     if (format !== 'table') io.stdout.write(name === undefined ? formatDocuments(items, format) : formatDocument(items[0], format));
-    else if (items.length === 0) io.stderr.write(type === 'Mesh' ? 'No meshes found.\n' : `No dataplanes found in mesh ${mesh}.\n`);
+    else if (items.length === 0) io.stderr.write(type === 'Mesh' ? 'No meshes found.\n' : `No ${collectionPath(type, mesh).split('/').at(-1)} found in mesh ${mesh}.\n`);
     else io.stdout.write(tableOf(type, items));
     return EXIT.ok;
   },
 };
 
 function tableOf(type: ResourceType, items: readonly Served[]): string {
+  if (isPolicyType(type)) return policyTable(items as readonly (Policy & Served)[]);
   if (type === 'Mesh') {
     return formatTable(['NAME', 'DATAPLANE-AUTH', 'VERSION'], (items as readonly (Mesh & Served)[]).map((mesh) => [mesh.name, mesh.dataplaneAuth, String(mesh.version)]));
   }

@@ -16,12 +16,13 @@ const PAGE = 1_000;
 
 export const historyCommand: Command = {
   name: 'history',
-  summary: 'show what happened to a mesh or a dataplane: each write, when, and by whom',
+  summary: 'show what happened to a mesh, a dataplane or a policy: each write, when, and by whom',
   help: `Usage: chancery history TYPE NAME [--mesh MESH] [-o table|json|yaml]
 
-TYPE is mesh or dataplane (dp). Prints the resource's events, oldest first, one line each:
-the store revision it made (SEQ), when, its kind (upserted or deleted), the resource's version
-after it, and who wrote it: the instance, and in parentheses the API caller.
+TYPE is mesh, dataplane (dp) or a policy type (meshtimeout, …). Prints the resource's
+events, oldest first, one line each: the store revision it made (SEQ), when, its kind
+(upserted or deleted), the resource's version after it, and who wrote it: the instance, and
+in parentheses the API caller.
 
   SEQ   TIME                       KIND       VERSION   AUTHOR
   2     2026-12-02T18:31:39.123Z   upserted   1         cp-1 (127.0.0.1)
@@ -33,7 +34,7 @@ where the retained history starts.
 
 Options:
   --mesh MESH
-      the mesh of the dataplane [default ${DEFAULT_MESH}]
+      the mesh of the dataplane or policy [default ${DEFAULT_MESH}]
   -o, --output FORMAT
       table, json or yaml [default table]
 ${CLIENT_HELP}

@@ -1,13 +1,17 @@
 import type { FleetSessionHistory } from '../../api/index.js';
 import { SESSION_STATES, type SessionView, type TransitionRecord, type TypeStatus } from '../../machines/index.js';
+import { parseNodeId, type NodePolicies, type ResourceKey } from '../../mesh/index.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';
 import { formatDocument, outputFormatOf } from '../format-output.js';
 import { formatTable } from '../format-table.js';
+import { describePolicies } from '../policy-explanation-output.js';
 import { EXIT } from '../report-error.js';
+import { resourcePath } from '../resource-paths.js';
 
 const OPTIONS = {
+  policies: { type: 'boolean' },
   state: { type: 'string' },
   mesh: { type: 'string' },
   fleet: { type: 'boolean' },
@@ -19,6 +23,7 @@ export const inspectCommand: Command = {
   name: 'inspect',
   summary: "show this instance's dataplane sessions, or one in detail",
   help: `Usage: chancery inspect [NODE] [--fleet] [--state STATE] [--mesh MESH] [-o table|json|yaml]
+       chancery inspect NODE --policies [-o table|json|yaml]
 
 Without NODE: a table of the sessions of the instance, with each type's state: ACK (the
 last response was acknowledged), NACK (it was refused), sent (no answer yet) or - (nothing
@@ -27,10 +32,19 @@ Delta), per-type sent/ACKed/NACKed version and nonce, over Delta what the node h
 type (each resource with its version), the last NACK message, and the recent transitions as
 a timeline.
 
+With --policies: what the traffic policies did to NODE, from its Dataplane at the store's
+current revision (whether or not it is connected): the policies that select it; per inbound
+its protocol; per outbound (and per service a proxyless gRPC client of the node would dial)
+the routes, and each field's value, the policy that set it or 'default', the policies that
+lost on precedence, and what it became in Envoy's or gRPC's configuration; then what the
+client does not honour and why, and errors such as a subset with no endpoints.
+
 With --fleet: every instance sharing the store (each session with its INSTANCE), and for
 NODE its story across instances, the transitions of each instance's session merged in time.
 
 Options:
+  --policies
+      the effective policies of NODE, field by field
   --fleet
       the whole fleet rather than this instance
   --state STATE
@@ -48,8 +62,17 @@ ${CLIENT_HELP}
     const format = outputFormatOf(values.output);
     const client = clientFrom(values, io.env);
 
+    if (values.policies === true) {
+      if (node === undefined) throw new UsageError('--policies explains one node: give NODE (<mesh>.<name>)');
+      if (values.fleet === true) throw new UsageError('--policies reads the store, the same on every instance: not with --fleet');
+    }
     if (node !== undefined) {
       if (values.state !== undefined || values.mesh !== undefined) throw new UsageError('--state and --mesh filter the list; not with NODE');
+      if (values.policies === true) {
+        const explanation = (await client.request('GET', `${resourcePath(dataplaneKeyOf(node))}/policies`)).body as NodePolicies;
+        io.stdout.write(format === 'table' ? describePolicies(explanation) : formatDocument(explanation, format));
+        return EXIT.ok;
+      }
       if (values.fleet === true) {
         const story = (await client.request('GET', `/sessions/${encodeURIComponent(node)}/history?scope=fleet`)).body as FleetSessionHistory;
         io.stdout.write(format === 'table' ? describeStory(story) : formatDocument(story, format));
@@ -187,4 +210,11 @@ function proofOf(authentication: NonNullable<SessionView['stream']>['authenticat
   if (authentication === undefined) return '-';
   if (authentication.by === 'none') return 'nothing: its mesh does not ask';
   return `${authentication.by} (key ${authentication.key}), until ${authentication.expiresAt}`;
+}
+
+/** The Dataplane a node id names; a usage error for one that names none. */
+function dataplaneKeyOf(node: string): ResourceKey {
+  const id = parseNodeId(node);
+  if (!id.ok) throw new UsageError(id.reason);
+  return { type: 'Dataplane', mesh: id.mesh, name: id.name };
 }

@@ -1,6 +1,6 @@
-import type { ChangeAnswer } from '../../api/index.js';
+import type { WriteAnswer } from '../../api/index.js';
 import { describeKey } from '../../store/index.js';
-import { CHANGE_HELP, CHANGE_OPTIONS, runChange, waitIfAsked } from '../change-flags.js';
+import { CHANGE_HELP, CHANGE_OPTIONS, revisionsOf, runChange, waitIfAsked } from '../change-flags.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';
@@ -40,10 +40,10 @@ ${CLIENT_HELP}
     const mesh = values.mesh === undefined ? '' : `?mesh=${encodeURIComponent(values.mesh)}`;
     const { code, written } = await runChange({ method: 'POST', path: `/revisions/${revision}/revert${mesh}` }, values, client, io);
     if (written === undefined) return code;
-    const answer = written.body as ChangeAnswer;
+    const answer = written.body as WriteAnswer;
     if (answer.items.length === 0) io.stdout.write(`Nothing differs from revision ${revision}: nothing was written.\n`);
     for (const { type, mesh: itemMesh, name, outcome } of answer.items) io.stdout.write(`${describeKey({ type, mesh: itemMesh, name })} ${outcome}\n`);
     printWarnings(answer.warnings.map((warning) => warning.message), io.stderr);
-    return waitIfAsked(values, written, client, io, code);
+    return waitIfAsked(values, revisionsOf(written, client.address), client, io, code);
   },
 };

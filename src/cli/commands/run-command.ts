@@ -1,9 +1,9 @@
-import { pino } from 'pino';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { controlPlaneOptionsOf, describeOptions, flagsOf, resolveOptions, RUN_OPTIONS } from '../config.js';
 import { ChanceryError } from '../../chancery-error.js';
 import { StartFailedError } from '../errors.js';
 import { EXIT } from '../report-error.js';
+import { runLogger } from '../run-logger.js';
 import { answerMetrics, metricsOfAllWorkers, primaryAsksToStop, reportStarted, superviseWorkers, workerIndex } from '../worker-cluster.js';
 import type { ControlPlaneOptions } from '../../control-plane-options.js';
 
@@ -16,8 +16,10 @@ export const runCommand: Command = {
 
 Serves xDS to dataplanes and the HTTP API until SIGINT or SIGTERM, then drains: new
 streams are refused, open ones end with UNAVAILABLE spread over --drain-period so
-dataplanes reconnect to other instances gradually, and it exits. Logs are JSON lines on stdout.
-Each option can also be set by its environment variable; a flag wins over the variable.
+dataplanes reconnect to other instances gradually, and it exits; a second signal meanwhile is
+ignored (Ctrl-C under npm start arrives twice). Logs go to stdout: lines for a person on a
+terminal, JSON lines otherwise (--log-format). Each option can also be set by its environment
+variable; a flag wins over the variable.
 
 Options:
 ${describeOptions(RUN_OPTIONS).join('\n')}
@@ -26,7 +28,7 @@ ${describeOptions(RUN_OPTIONS).join('\n')}
     const { values, positionals } = parseCommandLine(argv, OPTIONS);
     atMost(positionals, 0);
     const config = resolveOptions(RUN_OPTIONS, values, io.env);
-    const logger = pino({ level: config.logLevel }, io.stdout);
+    const logger = await runLogger(config.logLevel, config.logFormat, io.stdout);
     const options = controlPlaneOptionsOf(config, logger);
     const worker = workerIndex();
     if (config.workers > 1 && worker === undefined) {
