@@ -1,4 +1,5 @@
-import { nodeIdOf, parseNodeId, serviceResourceName, type GenerationInput, type MeshResources } from '../mesh/index.js';
+import { nodeIdOf, parseNodeId, serviceResourceName, type Dataplane, type GenerationInput, type MeshResources } from '../mesh/index.js';
+import { hasTags, selects, type MeshHTTPRoute } from '../policies/index.js';
 import type { FleetFacts } from './node-facts.js';
 
 /** Callers a warning names at most; `callers` counts them all. */
@@ -17,6 +18,24 @@ export type ChangeWarning =
       /** How many nodes call it: Envoy outbounds to it, and gRPC clients subscribed to it. */
       readonly callers: number;
       /** The first of them, by node id. */
+      readonly nodes: readonly string[];
+      readonly message: string;
+    }
+  | {
+      /**
+       * A MeshHTTPRoute share whose target (a subset of a service, or a service) the change leaves
+       * with no endpoint: its requests go to the rest of the route's service instead (I9), which
+       * is not what the route says.
+       */
+      readonly kind: 'route-share-without-endpoints';
+      readonly mesh: string;
+      readonly route: string;
+      /** The service the share names, and the tags of its subset (none for a whole service). */
+      readonly service: string;
+      readonly tags: Readonly<Record<string, string>>;
+      readonly weight: number;
+      /** The nodes the route applies to that call its service. */
+      readonly callers: number;
       readonly nodes: readonly string[];
       readonly message: string;
     }
@@ -101,7 +120,70 @@ const connectedDataplaneDeleted: Rule = ({ facts }, mesh, was, is) => {
   return warnings;
 };
 
-const RULES: readonly Rule[] = [serviceLosesLastEndpoint, connectedDataplaneDeleted];
+const routeShareWithoutEndpoints: Rule = ({ facts }, mesh, was, is) => {
+  if (is === undefined) return [];
+  // Only shares this change leaves with nothing: one already dangling before is not its doing.
+  const before = was === undefined ? new Set<string>() : new Set(danglingShares(was).map(({ id }) => id));
+  const warnings: ChangeWarning[] = [];
+  for (const { id, route, service, to, tags, weight, targetRef } of danglingShares(is)) {
+    if (before.has(id)) continue;
+    // The route applies to the dataplanes its targetRef selects.
+    const callers = callersOf(to, mesh, is, facts, (dataplane) => selects(targetRef, dataplane.networking));
+    if (callers.length === 0) continue;
+    const nodes = callers.slice(0, NAMED_CALLERS);
+    const subset = Object.entries(tags).map(([key, value]) => `${key}=${value}`).join(',');
+    const target = subset === '' ? `service ${service}` : `subset ${service}:${subset}`;
+    warnings.push({
+      kind: 'route-share-without-endpoints',
+      mesh,
+      route,
+      service,
+      tags,
+      weight,
+      callers: callers.length,
+      nodes,
+      message: `MeshHTTPRoute ${route} in mesh ${mesh} sends a share (weight ${weight}) of ${to}'s requests to ${target}, which has no endpoint: for ${callers.length} node${callers.length === 1 ? '' : 's'} (${nodes.join(', ')}${callers.length > nodes.length ? ` and ${callers.length - nodes.length} more` : ''}) it goes to ${to} instead`,
+    });
+  }
+  return warnings;
+};
+
+const RULES: readonly Rule[] = [serviceLosesLastEndpoint, routeShareWithoutEndpoints, connectedDataplaneDeleted];
+
+/** A MeshHTTPRoute share whose target has no endpoint in the mesh. */
+interface DanglingShare {
+  /** Identifies the share: its route, the service the route is to, and its target. */
+  readonly id: string;
+  readonly route: string;
+  readonly to: string;
+  readonly service: string;
+  readonly tags: Readonly<Record<string, string>>;
+  readonly weight: number;
+  readonly targetRef: MeshHTTPRoute['spec']['targetRef'];
+}
+
+/** The shares of the mesh's MeshHTTPRoutes (weight above 0) whose service or subset no inbound serves. */
+function danglingShares(state: MeshResources): DanglingShare[] {
+  const dangling = new Map<string, DanglingShare>();
+  const inbounds = [...state.dataplanes.values()].flatMap(({ resource }) => resource.networking.inbound.map(({ tags }) => tags));
+  for (const { resource } of state.policies?.values() ?? []) {
+    if (resource.type !== 'MeshHTTPRoute') continue;
+    for (const entry of resource.spec.to) {
+      const to = entry.targetRef.name ?? '';
+      for (const rule of entry.rules) {
+        for (const ref of rule.default.backendRefs) {
+          if (ref.weight === 0) continue;
+          const tags = ref.kind === 'MeshServiceSubset' ? ref.tags : {};
+          if (inbounds.some((inbound) => inbound['service'] === ref.name && hasTags(inbound, tags))) continue;
+          const id = [resource.name, to, ref.name, ...Object.entries(tags).sort().map(([key, value]) => `${key}=${value}`)].join('\0');
+          // Several rules may share a target: it is one share to warn of.
+          if (!dangling.has(id)) dangling.set(id, { id, route: resource.name, to, service: ref.name, tags, weight: ref.weight, targetRef: resource.spec.targetRef });
+        }
+      }
+    }
+  }
+  return [...dangling.values()];
+}
 
 /** The services an inbound of the mesh serves. */
 function servicesOf(state: MeshResources): Set<string> {
@@ -112,16 +194,19 @@ function servicesOf(state: MeshResources): Set<string> {
 
 /**
  * The nodes of the mesh that call `service`, sorted: Dataplanes with an outbound to it, and
- * nodes whose stream subscribed to its Listener or Cluster by name (proxyless gRPC).
+ * nodes whose stream subscribed to its Listener or Cluster by name (proxyless gRPC); of those,
+ * the ones whose Dataplane `include` accepts.
  */
-function callersOf(service: string, mesh: string, state: MeshResources, facts: FleetFacts): string[] {
+function callersOf(service: string, mesh: string, state: MeshResources, facts: FleetFacts, include: (dataplane: Dataplane) => boolean = () => true): string[] {
   const callers = new Set<string>();
   for (const { resource } of state.dataplanes.values()) {
+    if (!include(resource)) continue;
     if (resource.networking.outbound.some((outbound) => outbound.service === service)) callers.add(nodeIdOf(mesh, resource.name));
   }
   for (const [node, known] of facts.nodes()) {
     const id = parseNodeId(node);
-    if (!id.ok || id.mesh !== mesh || !state.dataplanes.has(id.name)) continue;
+    const dataplane = id.ok && id.mesh === mesh ? state.dataplanes.get(id.name) : undefined;
+    if (dataplane === undefined || !include(dataplane.resource)) continue;
     const { LDS, CDS } = known.subscriptions;
     const name = serviceResourceName(service);
     if (LDS?.names.includes(name) === true || CDS?.names.includes(name) === true) callers.add(node);

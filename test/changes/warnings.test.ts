@@ -22,7 +22,7 @@ function holding(...resources: Valid<Resource>[]): Projection {
   const events = [mesh, ...resources].map(
     (resource, i): ResourceEvent => ({
       seq: asSeq(i + 1),
-      key: { type: resource.type, mesh: 'default', name: resource.name },
+      key: { type: resource.type, mesh: resource.type === 'Mesh' ? resource.name : 'default', name: resource.name },
       version: asResourceVersion(1),
       at,
       by,
@@ -42,6 +42,35 @@ function after(before: Projection, change: { readonly put?: Valid<Resource>[]; r
   ];
   return applyEvents(before, events);
 }
+
+/** echo with versions, and a MeshHTTPRoute sending `weights` of web's calls to echo's v1 and v2. */
+const versioned = (name: string, version: string, port: number) =>
+  valid({ type: 'Dataplane', mesh: 'default', name, networking: { address: '127.0.0.1', inbound: [{ port, tags: { service: 'echo', version, protocol: 'http' } }] } });
+const canary = (weights: readonly [number, number]) =>
+  valid({
+    type: 'MeshHTTPRoute',
+    mesh: 'default',
+    name: 'echo-canary',
+    spec: {
+      targetRef: { kind: 'Mesh' },
+      to: [
+        {
+          targetRef: { kind: 'MeshService', name: 'echo' },
+          rules: [
+            {
+              matches: [{ path: { type: 'PathPrefix', value: '/' } }],
+              default: {
+                backendRefs: [
+                  { kind: 'MeshServiceSubset', name: 'echo', tags: { version: 'v1' }, weight: weights[0] },
+                  { kind: 'MeshServiceSubset', name: 'echo', tags: { version: 'v2' }, weight: weights[1] },
+                ],
+              },
+            },
+          ],
+        },
+      ],
+    },
+  });
 
 const session = (node: string, state: string, instance = 'cp-1', names: readonly string[] = []): SessionFacts => ({
   node,
@@ -83,6 +112,38 @@ describe('warnings: a service losing its last endpoint while nodes call it', () 
     expect(kinds(two, after(two, { remove: ['echo-1'] }))).toEqual([]);
     expect(kinds(two, after(two, { remove: ['lonely-1'] }))).toEqual([]);
     expect(kinds(two, after(two, { put: [serving('echo-3', 'echo', 10003), calling('web-2', 'echo')] }))).toEqual([]);
+  });
+});
+
+describe('warnings: a route share pointing at a subset with no endpoints', () => {
+  const fleet = holding(versioned('echo-1', 'v1', 10001), versioned('echo-2', 'v2', 10002), calling('web-1', 'echo'), canary([90, 10]));
+
+  it('fires when the last endpoint of a subset a route shares to goes, naming the route, the subset and its callers', () => {
+    const [warning] = warningsOf({ before: fleet, after: after(fleet, { remove: ['echo-2'] }), facts: NO_FACTS });
+    expect(warning).toEqual({
+      kind: 'route-share-without-endpoints',
+      mesh: 'default',
+      route: 'echo-canary',
+      service: 'echo',
+      tags: { version: 'v2' },
+      weight: 10,
+      callers: 1,
+      nodes: ['default.web-1'],
+      message: "MeshHTTPRoute echo-canary in mesh default sends a share (weight 10) of echo's requests to subset echo:version=v2, which has no endpoint: for 1 node (default.web-1) it goes to echo instead",
+    });
+  });
+
+  it('fires when a route is written pointing at a subset nobody serves', () => {
+    const before = holding(versioned('echo-1', 'v1', 10001), calling('web-1', 'echo'));
+    expect(kinds(before, after(before, { put: [canary([90, 10])] }))).toEqual(['route-share-without-endpoints']);
+  });
+
+  it('does not fire for a share already dangling, a share of weight 0, or a harmless write', () => {
+    const dangling = holding(versioned('echo-1', 'v1', 10001), calling('web-1', 'echo'), canary([90, 10]));
+    expect(kinds(dangling, after(dangling, { put: [calling('web-2', 'echo')] }))).toEqual([]);
+    expect(kinds(fleet, after(fleet, { put: [canary([100, 0])] }))).toEqual([]);
+    expect(kinds(fleet, after(fleet, { put: [canary([100, 0])], remove: ['echo-2'] }))).toEqual([]);
+    expect(kinds(fleet, after(fleet, { put: [versioned('echo-3', 'v2', 10003)] }))).toEqual([]);
   });
 });
 
