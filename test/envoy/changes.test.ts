@@ -22,6 +22,19 @@ envoyBinary();
 
 const TYPES = { LDS: 'listeners', CDS: 'clusters', EDS: 'endpoints' } as const;
 
+/** A resource a write of the table makes: a Dataplane, or a traffic policy. */
+type Written = DataplaneSpec | { readonly type: 'MeshTimeout'; readonly mesh: string; readonly name: string; readonly spec: object };
+
+const COLLECTIONS = { Dataplane: 'dataplanes', MeshTimeout: 'meshtimeouts' } as const;
+
+/** A MeshTimeout giving calls to echo a connect timeout of `seconds`: every caller's echo cluster changes. */
+const timeout = (seconds: number): Written => ({
+  type: 'MeshTimeout',
+  mesh: 'default',
+  name: 'echo-connect',
+  spec: { targetRef: { kind: 'Mesh' }, to: [{ targetRef: { kind: 'MeshService', name: 'echo' }, default: { connectionTimeout: `${seconds}s` } }] },
+});
+
 /** What changed between two dumps of one type: names added, changed (their content) and removed. */
 function observed(before: readonly DumpedResource[], after: readonly DumpedResource[]) {
   const was = new Map(before.map((resource) => [resource.name, resource]));
@@ -78,22 +91,23 @@ describe.each(XDS_MODES)('changing a fleet safely, with a real Envoy over %s', {
     return { type: 'Dataplane', mesh: 'default', name, networking: { address: '127.0.0.1', inbound: [{ port: started.port, tags: { service: 'echo' } }] } };
   }
 
-  async function preview(method: 'PUT' | 'DELETE', dataplane: DataplaneSpec): Promise<PreviewAnswer> {
-    const response = await fetch(`http://${harness.api}/meshes/default/dataplanes/${dataplane.name}?dryRun=true`, {
+  async function preview(method: 'PUT' | 'DELETE', resource: Written): Promise<PreviewAnswer> {
+    const response = await fetch(`http://${harness.api}/meshes/default/${COLLECTIONS[resource.type]}/${resource.name}?dryRun=true`, {
       method,
-      ...(method === 'PUT' && { headers: { 'content-type': 'application/json' }, body: JSON.stringify(dataplane) }),
+      ...(method === 'PUT' && { headers: { 'content-type': 'application/json' }, body: JSON.stringify(resource) }),
     });
     expect(response.status).toBe(200);
     return (await response.json()) as PreviewAnswer;
   }
 
   /** Previews a write, makes it with --wait, and checks web-1's Envoy holds what the preview said, resource for resource. */
-  async function predictsTheWrite(client: Client, method: 'PUT' | 'DELETE', dataplane: DataplaneSpec): Promise<void> {
+  async function predictsTheWrite(client: Client, method: 'PUT' | 'DELETE', dataplane: Written): Promise<void> {
     const before = await client.envoy.configDump();
     const answer = await preview(method, dataplane);
     const impact = answer.nodes.items.find((node) => node.node === client.node);
     expect(impact, `the preview of ${method} ${dataplane.name} affects web-1`).toBeDefined();
-    const written = method === 'PUT' ? await cli(['apply', '--wait', '-f', '-'], JSON.stringify(dataplane)) : await cli(['delete', 'dp', dataplane.name, '--wait']);
+    const written =
+      method === 'PUT' ? await cli(['apply', '--wait', '-f', '-'], JSON.stringify(dataplane)) : await cli(['delete', dataplane.type.toLowerCase(), dataplane.name, '--wait']);
     expect(written.code, written.stdout + written.stderr).toBe(0);
     expect(written.stdout).toContain('Complete');
     let after: ConfigDump = before;
@@ -123,13 +137,15 @@ describe.each(XDS_MODES)('changing a fleet safely, with a real Envoy over %s', {
     const client = await mesh.addClient('web-1');
     await reaches(client, ['echo-1', 'echo-2']);
 
-    // The table: an outbound moved, an endpoint added, an endpoint removed.
+    // The table: an outbound moved, an endpoint added, an endpoint removed, a policy written and deleted.
     const moved: DataplaneSpec = { ...client.dataplane, networking: { ...client.dataplane.networking, outbound: [{ port: await freePort(), service: 'echo' }] } };
     await predictsTheWrite(client, 'PUT', moved);
     const revision = harness.cp.store.projection.revision;
     const traffic = new Traffic(new HttpClient(moved.networking.outbound![0]!.port));
     await predictsTheWrite(client, 'PUT', await app('echo-3'));
     await predictsTheWrite(client, 'DELETE', echo1);
+    await predictsTheWrite(client, 'PUT', timeout(3));
+    await predictsTheWrite(client, 'DELETE', timeout(3));
     const atRevision = await client.envoy.configDump();
 
     // Revert under traffic: echo-1 back, echo-3 gone; not one request fails.
@@ -137,6 +153,7 @@ describe.each(XDS_MODES)('changing a fleet safely, with a real Envoy over %s', {
     await traffic.during(reverted, 'the revert');
     const { code, stdout } = await reverted;
     expect({ code, stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining('Dataplane default/echo-1 created\nDataplane default/echo-3 deleted\n') });
+    expect(stdout).not.toContain('MeshTimeout');
     expect(traffic.failures).toEqual([]);
     expect(traffic.completed).toBeGreaterThan(0);
     const endpoints = (await client.envoy.configDump()).endpoints.map((resource) => resource.resource);
