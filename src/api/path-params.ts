@@ -13,7 +13,8 @@ const nodeId: Rule = (value) => {
   return parsed.ok ? undefined : parsed.reason;
 };
 const keyId: Rule = (value, parameter) => (isKeyId(value) ? undefined : `${parameter} ${excerpt(value)} in the URL path ${KEY_ID_RULE}`);
-const revision: Rule = (value, parameter) => (/^\d{1,15}$/.test(value) ? undefined : `${parameter} ${excerpt(value)} in the URL path must be a store revision (a whole number)`);
+// Revision 0 is the empty store, which no write made and nothing goes back to.
+const revision: Rule = (value, parameter) => (/^[1-9]\d{0,14}$/.test(value) ? undefined : `${parameter} ${excerpt(value)} in the URL path must be a store revision: a whole number from 1`);
 
 /**
  * Every path parameter a route may have, and what its value must be. A route with a parameter

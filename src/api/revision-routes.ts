@@ -55,7 +55,7 @@ export function registerRevisionRoutes(app: FastifyInstance, { rollouts, changes
   });
 }
 
-/** `GET /diff`: the configuration resources that differ between two revisions, each as it was and as it is. */
+/** `GET /diff`: the configuration resources (Meshes, Dataplanes, policies) that differ between two revisions, each as it was and as it is. */
 export interface DiffAnswer {
   readonly from: number;
   readonly to: number;

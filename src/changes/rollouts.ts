@@ -78,8 +78,8 @@ export class Rollouts {
    */
   async status(revision: Seq, options: { readonly since?: Seq; readonly scope: RolloutScope }): Promise<RolloutAnswer> {
     if (options.since !== undefined && options.since >= revision) throw new InvalidSinceError(options.since, revision);
-    // Revision 0 is the empty store: no write made it.
-    if (revision < 1) throw new InvalidSinceError(revision, revision);
+    // A bug in the caller: revision 0 is the empty store, which no write made (the API refuses it).
+    if (revision < 1) throw new RangeError(`revision ${revision} was made by no write`);
     const { store } = this.#options;
     // Another instance may have written it: the log's end decides, not this projection's.
     if (revision > store.projection.revision) {

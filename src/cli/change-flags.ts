@@ -8,7 +8,7 @@ import { previewDiff, previewText } from './preview-output.js';
 import { parsePositiveDuration } from './option-parsers.js';
 import { EXIT } from './report-error.js';
 import { waitForRollout } from './rollout-wait.js';
-import { printWarnings } from './write-outcome.js';
+import { printWarnings } from './print-warnings.js';
 
 /** The flags of the commands that write (`apply`, `delete`, `revert`) for changing safely (issue 31). */
 export const CHANGE_OPTIONS = {

@@ -13,7 +13,7 @@ import { isPolicyType } from '../../policies/index.js';
 import { warnIfUnmatched } from '../policy-warnings.js';
 import { type ManifestEntry, readManifests } from '../read-manifests.js';
 import { EXIT, reportError } from '../report-error.js';
-import { printWarnings } from '../write-outcome.js';
+import { printWarnings } from '../print-warnings.js';
 
 const OPTIONS = { filename: { type: 'string', short: 'f', multiple: true }, ...CHANGE_OPTIONS, ...CLIENT_FLAGS } as const;
 

@@ -4,7 +4,7 @@ import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';
 import { CHANGE_HELP, CHANGE_OPTIONS, revisionsOf, runChange, waitIfAsked } from '../change-flags.js';
-import { printWarnings } from '../write-outcome.js';
+import { printWarnings } from '../print-warnings.js';
 import { keyFor, resourcePath, resourceTypeOf } from '../resource-paths.js';
 
 const OPTIONS = { mesh: { type: 'string' }, ...CHANGE_OPTIONS, ...CLIENT_FLAGS } as const;

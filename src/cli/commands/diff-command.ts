@@ -12,10 +12,10 @@ const REVISION = /^\d{1,15}$/;
 
 export const diffCommand: Command = {
   name: 'diff',
-  summary: 'show how meshes and dataplanes changed between two revisions',
+  summary: 'show how meshes, dataplanes and policies changed between two revisions',
   help: `Usage: chancery diff --from REVISION [--to REVISION] [--mesh MESH] [-o table|json|yaml]
 
-Prints each Mesh and Dataplane that differs between the two store revisions (--to: the latest
+Prints each Mesh, Dataplane and policy that differs between the two store revisions (--to: the latest
 by default), as a unified diff of its JSON: created, changed or deleted. 'chancery revert
 --to-revision REVISION' writes the store back as it was at one.
 

@@ -4,7 +4,7 @@ import { CHANGE_HELP, CHANGE_OPTIONS, revisionsOf, runChange, waitIfAsked } from
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { UsageError } from '../errors.js';
-import { printWarnings } from '../write-outcome.js';
+import { printWarnings } from '../print-warnings.js';
 
 const OPTIONS = { 'to-revision': { type: 'string' }, mesh: { type: 'string' }, ...CHANGE_OPTIONS, ...CLIENT_FLAGS } as const;
 
@@ -12,10 +12,10 @@ const REVISION = /^\d{1,15}$/;
 
 export const revertCommand: Command = {
   name: 'revert',
-  summary: 'put meshes and dataplanes back as they were at a revision, as one new write',
+  summary: 'put meshes, dataplanes and policies back as they were at a revision, as one new write',
   help: `Usage: chancery revert --to-revision REVISION [--mesh MESH] [--dry-run [-o json|diff]] [--fail-on-warnings] [--wait [--timeout 30s]]
 
-Writes, as one new change (all or nothing, authored by you), every Mesh and Dataplane as it was
+Writes, as one new change (all or nothing, authored by you), every Mesh, Dataplane and policy as it was
 at REVISION: each that differs written back, each created since deleted; nothing else is
 written. With --mesh, only that mesh's. Keys and tokens are never reverted (a revoked key would
 verify again). Each write is conditional on the version read, so a write landing meanwhile
