@@ -389,7 +389,7 @@ class ChanceryControlPlane implements ControlPlane {
 
   /** The fleet's sessions as previews, warnings and rollouts read them (issue 31). */
   #fleetSessions(): FleetSessions {
-    return { local: (node) => this.#views.brief(node), locals: () => this.#views.briefs(), saved: () => this.#savedSessions() };
+    return { local: (node) => this.#views.brief(node), saved: () => this.#savedSessions() };
   }
 
   /** Work of the API's over many nodes (a preview's generation), in slices behind the sessions' own. */

@@ -14,8 +14,6 @@ const CHECKS = 3;
 export interface FleetSessions {
   /** This instance's session of `node`, if it has one. */
   local(node: string): SessionProgress | undefined;
-  /** Every session of this instance. */
-  locals(): Iterable<SessionProgress>;
   /** The other live instances' sessions, as they last saved them. */
   saved(): Promise<readonly SessionProgress[]>;
 }
@@ -38,9 +36,9 @@ export interface ChangeDeskOptions {
   readonly run?: Run;
 }
 
-/** The fleet's facts now: this instance's sessions, and the others' as saved. */
+/** The fleet's facts now: the others' sessions as saved, and this instance's as asked about. */
 export async function fleetFacts(sessions: FleetSessions): Promise<FleetFacts> {
-  return fleetFactsOf([...sessions.locals(), ...(await sessions.saved())]);
+  return fleetFactsOf(await sessions.saved(), (node) => sessions.local(node));
 }
 
 /** How a write is made. */

@@ -17,8 +17,6 @@ export interface NodeFacts {
 /** What previews and warnings read of the fleet's sessions, by node id. */
 export interface FleetFacts {
   node(node: string): NodeFacts | undefined;
-  /** Every node with a session anywhere. */
-  nodes(): Iterable<readonly [string, NodeFacts]>;
 }
 
 /** A session as any instance shows it: its own live view, or another instance's saved record. */
@@ -33,31 +31,48 @@ export interface SessionFacts {
 const CONNECTED: ReadonlySet<string> = new Set(['awaiting-snapshot', 'serving']);
 
 /**
- * The fleet's facts from its sessions: every instance's, so a node served elsewhere counts too.
- * A node seen on several instances (a stream not yet noticed dead) is connected to each that
- * holds a stream; its subscriptions are those of a connected session, else of any.
+ * The fleet's facts from its sessions: the other instances' saved ones, and this instance's,
+ * read only for the nodes asked about (`local`; 10,000 sessions are not walked for a write that
+ * touches a few). A node seen on several instances (a stream not yet noticed dead) is connected
+ * to each that holds a stream; its subscriptions are those of a connected session, else of any.
  */
-export function fleetFactsOf(sessions: Iterable<SessionFacts>): FleetFacts {
-  const byNode = new Map<string, { connectedTo: string[]; subscriptions: Record<string, TypeSubscription>; fromConnected: boolean }>();
+export function fleetFactsOf(saved: Iterable<SessionFacts>, local: (node: string) => SessionFacts | undefined = () => undefined): FleetFacts {
+  const savedByNode = new Map<string, SessionFacts[]>();
+  for (const session of saved) {
+    const list = savedByNode.get(session.node);
+    if (list === undefined) savedByNode.set(session.node, [session]);
+    else list.push(session);
+  }
+  const known = new Map<string, NodeFacts | undefined>();
+  return {
+    node(node) {
+      if (known.has(node)) return known.get(node);
+      const own = local(node);
+      const facts = factsOf([...(own === undefined ? [] : [own]), ...(savedByNode.get(node) ?? [])]);
+      known.set(node, facts);
+      return facts;
+    },
+  };
+}
+
+/** One node's facts from its sessions; undefined when it has none. */
+function factsOf(sessions: readonly SessionFacts[]): NodeFacts | undefined {
+  if (sessions.length === 0) return undefined;
+  const connectedTo: string[] = [];
+  let subscriptions: Record<string, TypeSubscription> = {};
+  let fromConnected = false;
   for (const session of sessions) {
     const connected = CONNECTED.has(session.state);
-    let facts = byNode.get(session.node);
-    if (facts === undefined) {
-      facts = { connectedTo: [], subscriptions: {}, fromConnected: false };
-      byNode.set(session.node, facts);
-    }
-    if (connected) facts.connectedTo.push(session.instance);
-    if (connected || !facts.fromConnected) {
-      const subscriptions: Record<string, TypeSubscription> = {};
-      for (const [type, status] of Object.entries(session.types)) subscriptions[type] = status.subscription;
-      if (Object.keys(subscriptions).length > 0 || connected) facts.subscriptions = subscriptions;
-      facts.fromConnected ||= connected;
+    if (connected) connectedTo.push(session.instance);
+    if (connected || !fromConnected) {
+      const from: Record<string, TypeSubscription> = {};
+      for (const [type, status] of Object.entries(session.types)) from[type] = status.subscription;
+      if (Object.keys(from).length > 0 || connected) subscriptions = from;
+      fromConnected ||= connected;
     }
   }
-  const facts = new Map<string, NodeFacts>();
-  for (const [node, { connectedTo, subscriptions }] of byNode) facts.set(node, { connectedTo: connectedTo.sort(), subscriptions });
-  return { node: (node) => facts.get(node), nodes: () => facts.entries() };
+  return { connectedTo: connectedTo.sort(), subscriptions };
 }
 
 /** A fleet with no sessions: what a change looks like to nodes not connected anywhere. */
-export const NO_FACTS: FleetFacts = { node: () => undefined, nodes: () => [] };
+export const NO_FACTS: FleetFacts = { node: () => undefined };

@@ -1,4 +1,4 @@
-import { nodeIdOf, parseNodeId, serviceResourceName, type Dataplane, type GenerationInput, type MeshResources } from '../mesh/index.js';
+import { nodeIdOf, serviceResourceName, type Dataplane, type GenerationInput, type MeshResources } from '../mesh/index.js';
 import { hasTags, selects, type MeshHTTPRoute } from '../policies/index.js';
 import type { FleetFacts } from './node-facts.js';
 
@@ -203,13 +203,12 @@ function callersOf(service: string, mesh: string, state: MeshResources, facts: F
     if (!include(resource)) continue;
     if (resource.networking.outbound.some((outbound) => outbound.service === service)) callers.add(nodeIdOf(mesh, resource.name));
   }
-  for (const [node, known] of facts.nodes()) {
-    const id = parseNodeId(node);
-    const dataplane = id.ok && id.mesh === mesh ? state.dataplanes.get(id.name) : undefined;
-    if (dataplane === undefined || !include(dataplane.resource)) continue;
-    const { LDS, CDS } = known.subscriptions;
-    const name = serviceResourceName(service);
-    if (LDS?.names.includes(name) === true || CDS?.names.includes(name) === true) callers.add(node);
+  const name = serviceResourceName(service);
+  for (const { resource } of state.dataplanes.values()) {
+    const node = nodeIdOf(mesh, resource.name);
+    if (callers.has(node) || !include(resource)) continue;
+    const subscriptions = facts.node(node)?.subscriptions;
+    if (subscriptions?.['LDS']?.names.includes(name) === true || subscriptions?.['CDS']?.names.includes(name) === true) callers.add(node);
   }
   return [...callers].sort();
 }

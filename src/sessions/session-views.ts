@@ -101,13 +101,6 @@ export class SessionViews {
     return streams;
   }
 
-  /** Every session's brief. */
-  briefs(): SessionBrief[] {
-    const out: SessionBrief[] = [];
-    for (const session of this.registry.sessions()) out.push(this.#brief(session));
-    return out;
-  }
-
   /** The node's session's brief, if it has one here. */
   brief(node: string): SessionBrief | undefined {
     const session = this.registry.session(node);

@@ -48,7 +48,7 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
     },
   });
   const sessions = options.sessions ?? fakeSessions([]);
-  const fleet: FleetSessions = { local: (node) => sessions.get(node), locals: () => sessions.list(), saved: async () => options.others ?? [] };
+  const fleet: FleetSessions = { local: (node) => sessions.get(node), saved: async () => options.others ?? [] };
   const backend: ApiBackend = {
     instanceId: 'test',
     store,

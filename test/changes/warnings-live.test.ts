@@ -114,7 +114,7 @@ describe('a write refused on warnings, raced by another write', () => {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    const desk = new ChangeDesk({ store: racing, sessions: { local: () => undefined, locals: () => [], saved: async () => [] } });
+    const desk = new ChangeDesk({ store: racing, sessions: { local: () => undefined, saved: async () => [] } });
     const attempt = desk.write([{ kind: 'deleted', key: { type: 'Dataplane', mesh: 'default', name: 'echo-2' } }], { failOnWarnings: true });
     await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_CHANGES_WARNINGS', warnings: [{ kind: 'service-loses-last-endpoint', service: 'echo' }] });
     expect(store.get({ type: 'Dataplane', mesh: 'default', name: 'echo-2' })).toBeDefined();
