@@ -7,6 +7,7 @@ import { lastResponseNacked, SESSION_STATES } from '../../src/machines/index.js'
 import type { FleetSession } from '../../src/fleet/fleet-sessions.js';
 import type { SessionView } from '../../src/machines/session-view.js';
 import { createMemoryStore, type ResourceStore, type Retention } from '../../src/store/index.js';
+import { perTest } from '../support/per-test.js';
 
 export interface ApiHarness {
   /** `http://127.0.0.1:<port>` */
@@ -132,3 +133,62 @@ export function dataplaneBody(name: string, port = 10001): Record<string, unknow
 export async function putJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(url, { method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 }
+
+/** How `apiFor` starts the API, when, and the Dataplanes it writes to it first. */
+export interface ApiForOptions extends HarnessOptions {
+  /** A new API for each test (default), or one for all the tests of the file or `describe`. */
+  readonly scope?: 'each' | 'all';
+  /** Dataplane bodies of mesh `default` (`dataplaneBody(…)`), each written through the API, refused ones failing the hook. */
+  readonly dataplanes?: readonly Record<string, unknown>[];
+}
+
+/**
+ * Registers hooks of a test file (or a `describe`): `startApi(options)` before each test, or
+ * before all of them, with `dataplanes` written through it; closed after. What it returns stands
+ * for the API of the test running now.
+ */
+export function apiFor({ scope = 'each', dataplanes = [], ...options }: ApiForOptions = {}): ApiHarness {
+  const start = async () => {
+    const api = await startApi(options);
+    for (const dataplane of dataplanes) {
+      const response = await putJson(`${api.url}/meshes/default/dataplanes/${String(dataplane['name'])}`, dataplane);
+      if (!response.ok) throw new Error(`PUT Dataplane ${String(dataplane['name'])} answered ${response.status}: ${await response.text()}`);
+    }
+    return api;
+  };
+  return perTest(start, (api) => api.close(), scope);
+}
+
+/** The time the history tests' API stamps every event with (`startApi({ now })`). */
+export const HISTORY_AT = '2030-01-02T03:04:05.000Z';
+/** The path of backend-1, whose history the history tests write. */
+export const BACKEND_1 = '/meshes/default/dataplanes/backend-1';
+
+/**
+ * Writes a history through `api`, each write checked: Mesh default (seq 1, there from the
+ * start); backend-1 created (2), changed (3); Mesh payments (4); backend-1 deleted (5), re-created (6).
+ */
+export async function writeHistory(api: ApiHarness): Promise<void> {
+  const ok = async (response: Promise<Response>) => {
+    const answered = await response;
+    if (answered.status >= 300) throw new Error(`${answered.url} answered ${answered.status}: ${await answered.text()}`);
+  };
+  await ok(putJson(`${api.url}${BACKEND_1}`, dataplaneBody('backend-1')));
+  await ok(putJson(`${api.url}${BACKEND_1}`, dataplaneBody('backend-1', 10002)));
+  await ok(putJson(`${api.url}/meshes/payments`, {}));
+  await ok(fetch(`${api.url}${BACKEND_1}`, { method: 'DELETE' }));
+  await ok(putJson(`${api.url}${BACKEND_1}`, dataplaneBody('backend-1', 10003)));
+}
+
+/** backend-1's creation in `writeHistory` (seq 2), as `GET /events` and `chancery history -o json` show it. */
+export const BACKEND_1_CREATED = {
+  seq: 2,
+  at: HISTORY_AT,
+  kind: 'upserted',
+  type: 'Dataplane',
+  mesh: 'default',
+  name: 'backend-1',
+  version: 1,
+  by: { instance: 'test', caller: '127.0.0.1' },
+  resource: dataplaneBody('backend-1'),
+} as const;

@@ -1,15 +1,8 @@
 import { parse } from 'yaml';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type ApiHarness, dataplaneBody, putJson, startApi } from './api-harness.js';
+import { describe, expect, it } from 'vitest';
+import { apiFor, dataplaneBody, putJson } from './api-harness.js';
 
-let api: ApiHarness;
-beforeEach(async () => {
-  api = await startApi();
-  await putJson(`${api.url}/meshes/default/dataplanes/backend-1`, dataplaneBody('backend-1'));
-});
-afterEach(async () => {
-  await api.close();
-});
+const api = apiFor({ dataplanes: [dataplaneBody('backend-1')] });
 
 const bootstrap = (query: string, name = 'backend-1') => fetch(`${api.url}/meshes/default/dataplanes/${name}/bootstrap${query}`);
 

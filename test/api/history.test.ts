@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EventsPage, HistoryPage } from '../../src/api/index.js';
-import { type ApiHarness, dataplaneBody, putJson, startApi } from './api-harness.js';
+import { type ApiHarness, BACKEND_1, BACKEND_1_CREATED, dataplaneBody, HISTORY_AT, putJson, startApi, writeHistory } from './api-harness.js';
 
 let api: ApiHarness;
 
@@ -8,35 +8,18 @@ afterEach(async () => {
   await api?.close();
 });
 
-const AT = '2030-01-02T03:04:05.000Z';
-const DP = '/meshes/default/dataplanes/backend-1';
 
 async function getJson<T = Record<string, unknown>>(path: string): Promise<{ status: number; etag: string | null; body: T }> {
   const response = await fetch(`${api.url}${path}`);
   return { status: response.status, etag: response.headers.get('etag'), body: (await response.json()) as T };
 }
 
-async function ok(response: Promise<Response>): Promise<void> {
-  const { status } = await response;
-  expect(status).toBeLessThan(300);
-}
 
-/**
- * Mesh default (seq 1); backend-1 created (2), changed (3); Mesh payments (4); backend-1
- * deleted (5); re-created (6).
- */
-async function writeHistory(): Promise<void> {
-  await ok(putJson(`${api.url}${DP}`, dataplaneBody('backend-1')));
-  await ok(putJson(`${api.url}${DP}`, dataplaneBody('backend-1', 10002)));
-  await ok(putJson(`${api.url}/meshes/payments`, {}));
-  await ok(fetch(`${api.url}${DP}`, { method: 'DELETE' }));
-  await ok(putJson(`${api.url}${DP}`, dataplaneBody('backend-1', 10003)));
-}
 
 describe('GET /events', () => {
   it('answers every event in sequence order: seq, time, kind, key, version, author, and the resource of an upsert', async () => {
-    api = await startApi({ now: () => new Date(AT) });
-    await writeHistory();
+    api = await startApi({ now: () => new Date(HISTORY_AT) });
+    await writeHistory(api);
     const { status, body } = await getJson<EventsPage>('/events');
     expect(status).toBe(200);
     expect(body.items.map((event) => [event.seq, event.kind, event.type, event.name, event.version])).toEqual([
@@ -47,24 +30,14 @@ describe('GET /events', () => {
       [5, 'deleted', 'Dataplane', 'backend-1', 3],
       [6, 'upserted', 'Dataplane', 'backend-1', 4],
     ]);
-    expect(body.items[1]).toEqual({
-      seq: 2,
-      at: AT,
-      kind: 'upserted',
-      type: 'Dataplane',
-      mesh: 'default',
-      name: 'backend-1',
-      version: 1,
-      by: { instance: 'test', caller: '127.0.0.1' },
-      resource: dataplaneBody('backend-1'),
-    });
+    expect(body.items[1]).toEqual(BACKEND_1_CREATED);
     expect(body.items[4]).not.toHaveProperty('resource');
     expect(body.next).toBe(6);
   });
 
   it('pages with after and limit, next naming the after of the following page', async () => {
     api = await startApi();
-    await writeHistory();
+    await writeHistory(api);
     const first = await getJson<EventsPage>('/events?limit=4');
     expect(first.body.items.map((event) => event.seq)).toEqual([1, 2, 3, 4]);
     const second = await getJson<EventsPage>(`/events?after=${first.body.next}&limit=4`);
@@ -76,7 +49,7 @@ describe('GET /events', () => {
 
   it('answers 410 for events older than the retained history, naming where it starts', async () => {
     api = await startApi({ retention: { events: 2 } });
-    await writeHistory();
+    await writeHistory(api);
     await api.store.compact();
     const { status, body } = await getJson('/events?after=3');
     expect(status).toBe(410);
@@ -89,23 +62,23 @@ describe('GET /events', () => {
 describe('GET a resource at a revision', () => {
   it('answers a Dataplane as it was at each revision, with the version it had then as ETag', async () => {
     api = await startApi();
-    await writeHistory();
-    const atTwo = await getJson(`${DP}?revision=2`);
+    await writeHistory(api);
+    const atTwo = await getJson(`${BACKEND_1}?revision=2`);
     expect(atTwo).toMatchObject({ status: 200, etag: '"1"', body: { ...dataplaneBody('backend-1'), version: 1 } });
-    const atFour = await getJson(`${DP}?revision=4`);
+    const atFour = await getJson(`${BACKEND_1}?revision=4`);
     expect(atFour).toMatchObject({ status: 200, etag: '"2"', body: { ...dataplaneBody('backend-1', 10002), version: 2 } });
-    expect((await getJson(`${DP}?revision=6`)).body).toMatchObject({ version: 4 });
+    expect((await getJson(`${BACKEND_1}?revision=6`)).body).toMatchObject({ version: 4 });
   });
 
   it('answers a Mesh as it was, and 404 naming the revision where the resource did not exist', async () => {
     api = await startApi();
-    await writeHistory();
+    await writeHistory(api);
     expect((await getJson('/meshes/payments?revision=4')).body).toEqual({ type: 'Mesh', name: 'payments', dataplaneAuth: 'token', version: 1 });
     const before = await getJson('/meshes/payments?revision=3');
     expect(before).toMatchObject({ status: 404, body: { code: 'CHANCERY_STORE_NOT_FOUND' } });
     expect(before.body.reason).toBe('Mesh payments did not exist at revision 3');
-    expect((await getJson(`${DP}?revision=5`)).status).toBe(404);
-    expect((await getJson(`${DP}?revision=0`)).status).toBe(404);
+    expect((await getJson(`${BACKEND_1}?revision=5`)).status).toBe(404);
+    expect((await getJson(`${BACKEND_1}?revision=0`)).status).toBe(404);
   });
 
   it('answers 400 naming revision for one the store has not reached', async () => {
@@ -118,11 +91,11 @@ describe('GET a resource at a revision', () => {
 
   it('answers 410 for a revision older than the retained history, and the retained ones from the checkpoint', async () => {
     api = await startApi({ retention: { events: 2 } });
-    await writeHistory();
+    await writeHistory(api);
     await api.store.compact();
-    expect((await getJson(`${DP}?revision=3`)).body).toMatchObject({ code: 'CHANCERY_STORE_REVISION_COMPACTED' });
-    expect((await getJson(`${DP}?revision=3`)).status).toBe(410);
-    expect((await getJson(`${DP}?revision=4`)).body).toMatchObject({ version: 2, networking: { inbound: [{ port: 10002 }] } });
+    expect((await getJson(`${BACKEND_1}?revision=3`)).body).toMatchObject({ code: 'CHANCERY_STORE_REVISION_COMPACTED' });
+    expect((await getJson(`${BACKEND_1}?revision=3`)).status).toBe(410);
+    expect((await getJson(`${BACKEND_1}?revision=4`)).body).toMatchObject({ version: 2, networking: { inbound: [{ port: 10002 }] } });
     expect((await getJson('/meshes/payments?revision=4')).status).toBe(200);
   });
 });
@@ -130,8 +103,8 @@ describe('GET a resource at a revision', () => {
 describe('GET …/history', () => {
   it('answers one Dataplane’s events, oldest first', async () => {
     api = await startApi();
-    await writeHistory();
-    const { status, body } = await getJson<HistoryPage>(`${DP}/history`);
+    await writeHistory(api);
+    const { status, body } = await getJson<HistoryPage>(`${BACKEND_1}/history`);
     expect(status).toBe(200);
     expect(body.items.map((event) => [event.seq, event.kind, event.version])).toEqual([
       [2, 'upserted', 1],
@@ -140,12 +113,12 @@ describe('GET …/history', () => {
       [6, 'upserted', 4],
     ]);
     expect(body).not.toHaveProperty('compactedThrough');
-    expect((await getJson<HistoryPage>(`${DP}/history?after=3&limit=1`)).body).toMatchObject({ items: [{ seq: 5 }], next: 5 });
+    expect((await getJson<HistoryPage>(`${BACKEND_1}/history?after=3&limit=1`)).body).toMatchObject({ items: [{ seq: 5 }], next: 5 });
   });
 
   it('answers a Mesh’s own events, not its dataplanes’', async () => {
     api = await startApi();
-    await writeHistory();
+    await writeHistory(api);
     const { body } = await getJson<HistoryPage>('/meshes/default/history');
     expect(body.items.map((event) => [event.seq, event.type])).toEqual([[1, 'Mesh']]);
   });
@@ -159,10 +132,10 @@ describe('GET …/history', () => {
 
   it('says up to which seq the history was compacted, and keeps the resource readable', async () => {
     api = await startApi({ retention: { events: 1 } });
-    await writeHistory();
+    await writeHistory(api);
     await putJson(`${api.url}/meshes/payments`, { dataplaneAuth: 'none' });
     await api.store.compact();
-    expect((await getJson<HistoryPage>(`${DP}/history`)).body).toEqual({ items: [], next: 0, compactedThrough: 6 });
+    expect((await getJson<HistoryPage>(`${BACKEND_1}/history`)).body).toEqual({ items: [], next: 0, compactedThrough: 6 });
     expect((await getJson<HistoryPage>('/meshes/payments/history')).body).toMatchObject({ items: [{ seq: 7 }], compactedThrough: 6 });
   });
 });
@@ -178,15 +151,15 @@ describe('bad query parameters', () => {
     ['/events?limit=1001', 'limit'],
     ['/events?limit=', 'limit'],
     ['/events?since=3', 'since'],
-    [`${DP}?revision=latest`, 'revision'],
-    [`${DP}?revision=-1`, 'revision'],
-    [`${DP}?rev=3`, 'rev'],
+    [`${BACKEND_1}?revision=latest`, 'revision'],
+    [`${BACKEND_1}?revision=-1`, 'revision'],
+    [`${BACKEND_1}?rev=3`, 'rev'],
     ['/meshes/default?revision=1e3', 'revision'],
-    [`${DP}/history?limit=5000`, 'limit'],
+    [`${BACKEND_1}/history?limit=5000`, 'limit'],
     ['/meshes/default/history?revision=1', 'revision'],
   ])('refuses %s with 400 naming %s, and changes nothing', async (path, field) => {
     api = await startApi();
-    await writeHistory();
+    await writeHistory(api);
     const before = api.contents();
     const { status, body } = await getJson(path);
     expect(status).toBe(400);

@@ -1,10 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SessionState } from '../../src/machines/session-view.js';
 import { aggregateMetrics } from '../../src/api/index.js';
 import { MemoryEventLog } from '../../src/store/index.js';
 import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER } from '../../src/xds/type-urls.js';
-import { AdsStream, DeltaStream } from '../support/ads-client.js';
+import { envoyHandshake } from '../support/envoy-handshake.js';
 import { startHarness, type Harness } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 import { BACKEND, envoyDataplane, sessionIn, settle } from '../xds/fixtures.js';
 
 interface Sample {
@@ -102,25 +103,13 @@ const STATES: readonly SessionState[] = ['connecting', 'awaiting-snapshot', 'ser
 const WEB = 'default.web-1';
 const PARKED = 'default.not-yet-declared';
 
-let harness: Harness;
-let streams: AdsStream[];
 /** Epoch ms the control plane reads: parked ages are measured against it. */
 let now: number;
-beforeEach(async () => {
+const harness = harnessFor(() => {
   now = Date.parse('2030-01-01T00:00:00Z');
-  harness = await startHarness({ now: () => now });
-  streams = [];
+  return { now: () => now };
 });
-afterEach(async () => {
-  for (const stream of streams) stream.close();
-  await harness.stop();
-});
-
-function open(): AdsStream {
-  const stream = AdsStream.open(harness.xds);
-  streams.push(stream);
-  return stream;
-}
+const open = () => harness.streams.sotw();
 
 /**
  * An Envoy that takes its clusters (ACK), endpoints (ACK) and listeners, and NACKs the
@@ -131,13 +120,7 @@ async function fleet(): Promise<void> {
   await harness.cp.apply(BACKEND);
   await harness.cp.apply(envoyDataplane('web-1'));
   const web = open();
-  web.send({ typeUrl: CLUSTER, nodeId: WEB });
-  web.ack(await web.nextResponse());
-  web.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
-  web.ack(await web.nextResponse(), ['backend']);
-  web.send({ typeUrl: LISTENER });
-  const listeners = await web.nextResponse();
-  web.send({ typeUrl: LISTENER, responseNonce: listeners.nonce, errorDetail: { code: 3, message: 'bad filter chain' } });
+  await envoyHandshake(web, WEB, { nackListeners: 'bad filter chain' });
   await settle(web);
 
   open().send({ typeUrl: CLUSTER, nodeId: PARKED });
@@ -194,7 +177,7 @@ describe('GET /metrics', () => {
 
   it('counts the streams of sessions by the protocol they speak', async () => {
     await fleet();
-    const delta = DeltaStream.open(harness.xds);
+    const delta = harness.streams.delta();
     try {
       delta.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
       await delta.nextResponse();
@@ -266,8 +249,7 @@ describe('GET /metrics', () => {
     try {
       // Parked here 3 s after the first control plane's parked node, then 2 s pass: waits of 5 s and 2 s.
       now += 3_000;
-      const parked = AdsStream.open(other.xds);
-      streams.push(parked);
+      const parked = harness.streams.sotw({ address: other.xds });
       parked.send({ typeUrl: CLUSTER, nodeId: 'default.parked-elsewhere' });
       await sessionIn(other.cp, 'default.parked-elsewhere', 'awaiting-snapshot');
       now += 2_000;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeResourceMessage, encodeResourceMessage, resourceJson, validate } from '../../src/mesh/index.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
 import { testPython } from '../support/python.js';
 
@@ -20,7 +20,7 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 
 let generated: string;
 let harness: Harness;
-const streams: AdsStream[] = [];
+const streams = new OpenStreams(() => harness.xds);
 
 beforeAll(async () => {
   generated = mkdtempSync(path.join(tmpdir(), 'chancery-proto-py-'));
@@ -30,7 +30,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const stream of streams) stream.close();
+  streams.closeAll();
   await harness.stop();
   rmSync(generated, { recursive: true, force: true });
 });
@@ -71,8 +71,7 @@ describe('the chancery.v1 schema (proto/)', () => {
 
   it('is what the API answers sessions in', async () => {
     await harness.cp.apply(backendDataplane('backend-2', 10003));
-    const stream = AdsStream.open(harness.xds);
-    streams.push(stream);
+    const stream = streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-2' });
     stream.ack(await stream.nextResponse());
     const read = readInPython([{ message: 'SessionView', json: await get('/sessions/default.backend-2') }]);

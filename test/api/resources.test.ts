@@ -1,14 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { asSeq } from '../../src/store/index.js';
-import { type ApiHarness, dataplaneBody, putJson, startApi } from './api-harness.js';
+import { apiFor, dataplaneBody, putJson } from './api-harness.js';
 
-let api: ApiHarness;
-beforeEach(async () => {
-  api = await startApi();
-});
-afterEach(async () => {
-  await api.close();
-});
+const api = apiFor();
 
 describe('meshes', () => {
   it('lists the default mesh of a fresh store', async () => {

@@ -1,26 +1,19 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { SessionHistory } from '../../src/api/session-history-routes.js';
 import type { TransitionRecord } from '../../src/machines/session-view.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
 import { runCli } from '../cli/cli-harness.js';
-import { AdsStream, DeltaStream } from '../support/ads-client.js';
-import { startHarness, type Harness } from '../support/harness.js';
+import type { AdsStream } from '../support/ads-client.js';
+import { harnessFor } from '../support/harness-for.js';
 import { BACKEND, envoyDataplane, sessionIn, settle } from '../xds/fixtures.js';
 
 const NODE = 'default.web-1';
 const REJECTED = 'cluster backend: lb_policy RING_HASH needs a hash policy';
 
-let harness: Harness;
+const harness = harnessFor({ evictionGrace: 10_000, resources: [BACKEND, envoyDataplane('web-1')] });
 let stream: AdsStream;
-beforeEach(async () => {
-  harness = await startHarness({ evictionGrace: 10_000 });
-  await harness.cp.apply(BACKEND);
-  await harness.cp.apply(envoyDataplane('web-1'));
-  stream = AdsStream.open(harness.xds);
-});
-afterEach(async () => {
-  stream.close();
-  await harness.stop();
+beforeEach(() => {
+  stream = harness.streams.sotw();
 });
 
 async function getHistory(node: string): Promise<{ status: number; body: SessionHistory & Record<string, unknown> }> {
@@ -83,7 +76,7 @@ describe('GET /sessions/{node}/history', () => {
 
   it('continues on the node’s next stream, which names the version it already holds', async () => {
     const clusters = await scriptedSession();
-    const again = AdsStream.open(harness.xds);
+    const again = harness.streams.sotw();
     try {
       const serving = sessionIn(harness.cp, NODE, 'serving');
       again.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: clusters.versionInfo });
@@ -104,14 +97,14 @@ describe('GET /sessions/{node}/history', () => {
 
   it('tells a Delta stream by its protocol, and how many resources the node held when it opened', async () => {
     stream.close();
-    const first = DeltaStream.open(harness.xds);
+    const first = harness.streams.delta();
     const disconnected = sessionIn(harness.cp, NODE, 'disconnected');
     first.send({ typeUrl: CLUSTER, nodeId: NODE });
     const clusters = await first.nextResponse();
     first.ack(clusters);
     first.close();
     await disconnected;
-    const again = DeltaStream.open(harness.xds);
+    const again = harness.streams.delta();
     try {
       const serving = sessionIn(harness.cp, NODE, 'serving');
       again.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: Object.fromEntries(clusters.resources.map((r) => [r.name, r.version])) });

@@ -3,7 +3,7 @@ import { type ClientRequest, get, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionView } from '../../src/machines/session-view.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { startHarness } from '../support/harness.js';
 import { BACKEND, envoyDataplane, sessionIn } from '../xds/fixtures.js';
 import { type ApiHarness, fakeSessions, sessionView, startApi } from './api-harness.js';
@@ -76,14 +76,13 @@ describe('GET /sessions', () => {
 describe('GET /sessions of a running control plane: the unfiltered page the registry keeps in order', () => {
   it('is the page the filtering path makes of the same sessions, counts included', async () => {
     const harness = await startHarness();
-    const streams: AdsStream[] = [];
+    const streams = new OpenStreams(() => harness.xds);
     try {
       await harness.cp.apply(BACKEND);
       for (const name of ['web-3', 'web-1', 'web-2']) await harness.cp.apply(envoyDataplane(name));
       // Out of order, and one node without a Dataplane: it waits for a snapshot.
       for (const node of ['default.web-3', 'default.zz-unknown', 'default.web-1', 'default.backend-1', 'default.web-2']) {
-        const stream = AdsStream.open(harness.xds);
-        streams.push(stream);
+        const stream = streams.sotw();
         stream.send({ typeUrl: CLUSTER, nodeId: node });
       }
       await Promise.all(['default.web-3', 'default.web-1', 'default.backend-1', 'default.web-2'].map((node) => sessionIn(harness.cp, node, 'serving')));
@@ -98,7 +97,7 @@ describe('GET /sessions of a running control plane: the unfiltered page the regi
       expect(nodes(whole)).toEqual(['default.backend-1', 'default.web-1', 'default.web-2', 'default.web-3', 'default.zz-unknown']);
       expect(whole).toMatchObject({ total: 5, counts: { byState: { ...NONE, serving: 4, 'awaiting-snapshot': 1 }, byInstance: { test: 5 } } });
     } finally {
-      for (const stream of streams) stream.close();
+      streams.closeAll();
       await harness.stop();
     }
   });

@@ -1,14 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { renderStatechart, type StatechartFormat } from '../../src/machines/statechart-formats.js';
-import { type ApiHarness, startApi } from './api-harness.js';
+import { apiFor, startApi } from './api-harness.js';
 
-let api: ApiHarness;
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-});
+const api = apiFor({ scope: 'all' });
 
 describe('GET /statechart', () => {
   it('answers the chart as JSON by default', async () => {

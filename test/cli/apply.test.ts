@@ -1,21 +1,15 @@
 import { createServer } from 'node:net';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/index.js';
 import { keyOf } from '../../src/mesh/index.js';
-import { type ApiHarness, startApi } from '../api/api-harness.js';
+import { apiFor } from '../api/api-harness.js';
 import { runCli } from './cli-harness.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 
-let api: ApiHarness;
-beforeEach(async () => {
-  api = await startApi();
-});
-afterEach(async () => {
-  await api.close();
-});
+const api = apiFor();
 
 const apply = (args: readonly string[], stdin?: string) =>
   runCli(['apply', ...args], { env: { CHANCERY_API_ADDRESS: api.address }, ...(stdin !== undefined && { stdin }) });

@@ -1,18 +1,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type ApiHarness, dataplaneBody, putJson, startApi } from '../api/api-harness.js';
+import { describe, expect, it } from 'vitest';
+import { apiFor, dataplaneBody } from '../api/api-harness.js';
 import { runCli } from './cli-harness.js';
 
-let api: ApiHarness;
-beforeEach(async () => {
-  api = await startApi();
-  await putJson(`${api.url}/meshes/default/dataplanes/backend-1`, dataplaneBody('backend-1'));
-});
-afterEach(async () => {
-  await api.close();
-});
+const api = apiFor({ dataplanes: [dataplaneBody('backend-1')] });
 
 const cli = (...argv: string[]) => runCli(argv, { env: { CHANCERY_API_ADDRESS: api.address } });
 

@@ -1,17 +1,9 @@
 import { parseAllDocuments } from 'yaml';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type ApiHarness, dataplaneBody, putJson, startApi } from '../api/api-harness.js';
+import { describe, expect, it } from 'vitest';
+import { apiFor, dataplaneBody, putJson } from '../api/api-harness.js';
 import { runCli } from './cli-harness.js';
 
-let api: ApiHarness;
-beforeEach(async () => {
-  api = await startApi();
-  await putJson(`${api.url}/meshes/default/dataplanes/backend-1`, dataplaneBody('backend-1'));
-  await putJson(`${api.url}/meshes/default/dataplanes/backend-2`, dataplaneBody('backend-2', 10002));
-});
-afterEach(async () => {
-  await api.close();
-});
+const api = apiFor({ dataplanes: [dataplaneBody('backend-1'), dataplaneBody('backend-2', 10002)] });
 
 const cli = (...argv: string[]) => runCli(argv, { env: { CHANCERY_API_ADDRESS: api.address } });
 

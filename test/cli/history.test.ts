@@ -1,6 +1,6 @@
 import { parse as parseYaml } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ApiHarness, dataplaneBody, putJson, startApi } from '../api/api-harness.js';
+import { type ApiHarness, BACKEND_1_CREATED, dataplaneBody, HISTORY_AT, startApi, writeHistory } from '../api/api-harness.js';
 import { mesh } from '../store/fixtures.js';
 import { runCli } from './cli-harness.js';
 
@@ -10,22 +10,13 @@ afterEach(async () => {
   await api.close();
 });
 
-const AT = '2030-01-02T03:04:05.000Z';
-const DP = '/meshes/default/dataplanes/backend-1';
 const cli = (...argv: string[]) => runCli(argv, { env: { CHANCERY_API_ADDRESS: api.address } });
 
-/** Mesh default (1); backend-1 created (2), changed (3), deleted (4), re-created (5). */
-async function writeHistory(): Promise<void> {
-  await putJson(`${api.url}${DP}`, dataplaneBody('backend-1'));
-  await putJson(`${api.url}${DP}`, dataplaneBody('backend-1', 10002));
-  await fetch(`${api.url}${DP}`, { method: 'DELETE' });
-  await putJson(`${api.url}${DP}`, dataplaneBody('backend-1', 10003));
-}
 
 describe('chancery history', () => {
   it('prints a dataplane’s events as a table: seq, time, kind, version, author', async () => {
-    api = await startApi({ now: () => new Date(AT) });
-    await writeHistory();
+    api = await startApi({ now: () => new Date(HISTORY_AT) });
+    await writeHistory(api);
     const { code, stdout, stderr } = await cli('history', 'dp', 'backend-1');
     expect(code).toBe(0);
     expect(stderr).toBe('');
@@ -33,35 +24,25 @@ describe('chancery history', () => {
       'SEQ   TIME                       KIND       VERSION   AUTHOR',
       '2     2030-01-02T03:04:05.000Z   upserted   1         test (127.0.0.1)',
       '3     2030-01-02T03:04:05.000Z   upserted   2         test (127.0.0.1)',
-      '4     2030-01-02T03:04:05.000Z   deleted    3         test (127.0.0.1)',
-      '5     2030-01-02T03:04:05.000Z   upserted   4         test (127.0.0.1)',
+      '5     2030-01-02T03:04:05.000Z   deleted    3         test (127.0.0.1)',
+      '6     2030-01-02T03:04:05.000Z   upserted   4         test (127.0.0.1)',
       '',
     ]);
   });
 
   it('prints a mesh’s own events, authored by the instance when no caller wrote it', async () => {
-    api = await startApi({ now: () => new Date(AT) });
+    api = await startApi({ now: () => new Date(HISTORY_AT) });
     expect((await cli('history', 'mesh', 'default')).stdout).toBe(
       'SEQ   TIME                       KIND       VERSION   AUTHOR\n1     2030-01-02T03:04:05.000Z   upserted   1         test\n',
     );
   });
 
   it('prints the events in full with -o json and -o yaml', async () => {
-    api = await startApi({ now: () => new Date(AT) });
-    await writeHistory();
+    api = await startApi({ now: () => new Date(HISTORY_AT) });
+    await writeHistory(api);
     const json = JSON.parse((await cli('history', 'dp', 'backend-1', '-o', 'json')).stdout) as unknown[];
     expect(json).toHaveLength(4);
-    expect(json[0]).toEqual({
-      seq: 2,
-      at: AT,
-      kind: 'upserted',
-      type: 'Dataplane',
-      mesh: 'default',
-      name: 'backend-1',
-      version: 1,
-      by: { instance: 'test', caller: '127.0.0.1' },
-      resource: dataplaneBody('backend-1'),
-    });
+    expect(json[0]).toEqual(BACKEND_1_CREATED);
     expect(parseYaml((await cli('history', 'dp', 'backend-1', '-o', 'yaml')).stdout)).toEqual(json);
   });
 
@@ -75,12 +56,12 @@ describe('chancery history', () => {
 
   it('says where the retained history starts when older events were compacted', async () => {
     api = await startApi({ retention: { events: 2 } });
-    await writeHistory();
+    await writeHistory(api);
     await api.store.compact();
     const { code, stdout, stderr } = await cli('history', 'dp', 'backend-1');
     expect(code).toBe(0);
-    expect(stdout.split('\n').slice(1, -1).map((line) => line.split(/\s+/)[0])).toEqual(['4', '5']);
-    expect(stderr).toBe('Events up to revision 3 were compacted (retention): the history kept starts after it.\n');
+    expect(stdout.split('\n').slice(1, -1).map((line) => line.split(/\s+/)[0])).toEqual(['5', '6']);
+    expect(stderr).toBe('Events up to revision 4 were compacted (retention): the history kept starts after it.\n');
   });
 
   it('exits 1 with the server’s 404 for a resource that never existed', async () => {
@@ -107,12 +88,12 @@ describe('chancery history', () => {
 describe('chancery get --revision', () => {
   it('prints a resource as it was at a revision', async () => {
     api = await startApi();
-    await writeHistory();
+    await writeHistory(api);
     const atThree = JSON.parse((await cli('get', 'dp', 'backend-1', '--revision', '3', '-o', 'json')).stdout) as unknown;
     expect(atThree).toEqual({ ...dataplaneBody('backend-1', 10002), version: 2 });
-    const { code, stderr } = await cli('get', 'dp', 'backend-1', '--revision', '4');
+    const { code, stderr } = await cli('get', 'dp', 'backend-1', '--revision', '5');
     expect(code).toBe(1);
-    expect(stderr).toContain('Dataplane default/backend-1 did not exist at revision 4');
+    expect(stderr).toContain('Dataplane default/backend-1 did not exist at revision 5');
   });
 
   it('exits 2 for a revision without NAME, or one that is not a number', async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSession } from '../../src/fleet/fleet-sessions.js';
 import { SESSION_STATES } from '../../src/machines/index.js';
 import type { SessionView } from '../../src/machines/session-view.js';
-import { type ApiHarness, fakeSessions, sessionView, startApi } from '../api/api-harness.js';
+import { apiFor, type ApiHarness, fakeSessions, sessionView, startApi } from '../api/api-harness.js';
 import { runCli } from './cli-harness.js';
 
 const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
@@ -66,13 +66,7 @@ const WAITING = sessionView('payments.ledger-1', 'awaiting-snapshot', {
   types: { CDS: { typeUrl: CDS, subscription: { wildcard: true, names: [] } } },
 });
 
-let api: ApiHarness;
-beforeAll(async () => {
-  api = await startApi({ sessions: fakeSessions([WAITING, SERVING, DELTA]) });
-});
-afterAll(async () => {
-  await api.close();
-});
+const api = apiFor({ scope: 'all', sessions: fakeSessions([WAITING, SERVING, DELTA]) });
 
 const cli = (...argv: string[]) => runCli(argv, { env: { CHANCERY_API_ADDRESS: api.address } });
 

@@ -6,8 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../cli/cli-harness.js';
 import { startEchoBackend, type EchoBackend } from '../support/echo-backend.js';
 import { backendDataplane, clientDataplane, startHarness, type Harness } from '../support/harness.js';
-import { responsesWritten, startClientProcess, tlsFixture, type ClientEnvironment, type ClientProcess, type TlsFixture } from '../support/identity.js';
+import { responsesWritten, startClientProcess, tlsFixture, type ClientProcess, type TlsFixture } from '../support/identity.js';
+import { PROXYLESS_KINDS, type ClientEnvironment, type ProxylessKind } from '../support/real-clients/echo-process.js';
 import { eventually } from '../support/traffic.js';
+import { budget } from '../support/budget.js';
 
 /**
  * The two proxyless gRPC clients, unchanged, proving who they are to a mesh that requires it
@@ -17,8 +19,6 @@ import { eventually } from '../support/traffic.js';
  * client gets no session, so nothing at all is sent to it.
  */
 
-const CLIENTS = ['grpc-js', 'python'] as const;
-type ClientKind = (typeof CLIENTS)[number];
 const RPC_DEADLINE_MS = 20_000;
 
 let tls: TlsFixture;
@@ -36,7 +36,7 @@ beforeAll(async () => {
   backend = await startEchoBackend('backend-1');
   await secure.cp.apply({ type: 'Mesh', name: 'secure' });
   await secure.cp.apply(backendDataplane('backend-1', backend.port, 'backend', 'secure'));
-  for (const kind of CLIENTS) for (const role of ['', '-other']) await secure.cp.apply(clientDataplane(`${kind}${role}`, 'secure'));
+  for (const kind of PROXYLESS_KINDS) for (const role of ['', '-other']) await secure.cp.apply(clientDataplane(`${kind}${role}`, 'secure'));
 });
 
 afterAll(async () => {
@@ -57,7 +57,7 @@ async function credentialsFor(name: string, harness = secure, caFile = tls.ca): 
   return env;
 }
 
-function start(kind: ClientKind, env: ClientEnvironment, deadlineMs = RPC_DEADLINE_MS): ClientProcess {
+function start(kind: ProxylessKind, env: ClientEnvironment, deadlineMs = RPC_DEADLINE_MS): ClientProcess {
   const client = startClientProcess(kind, 'backend', env, deadlineMs);
   running.push(client);
   return client;
@@ -70,7 +70,7 @@ const pushes = (harness: Harness) => responsesWritten(harness.cp);
  * show its ADS stream ended with `code`; then checks it got no session (no new stream), Chancery
  * sent nothing, and the client, by its own account, received nothing on any stream.
  */
-async function expectRefused(harness: Harness, kind: ClientKind, node: string, env: ClientEnvironment, reason: string, code: 'UNAUTHENTICATED' | 'PERMISSION_DENIED') {
+async function expectRefused(harness: Harness, kind: ProxylessKind, node: string, env: ClientEnvironment, reason: string, code: 'UNAUTHENTICATED' | 'PERMISSION_DENIED') {
   const before = await pushes(harness);
   const stream = harness.cp.session(node)?.stream?.id;
   const client = start(kind, env);
@@ -93,7 +93,7 @@ async function expectRefused(harness: Harness, kind: ClientKind, node: string, e
   return refusals[0]!;
 }
 
-describe.each(CLIENTS)('the unchanged %s client on a mesh requiring tokens', { timeout: 60_000 }, (kind) => {
+describe.each(PROXYLESS_KINDS)('the unchanged %s client on a mesh requiring tokens', { timeout: budget(60_000) }, (kind) => {
   it('is served over TLS with the service account chancery bootstrap grpc --credentials-out made for it', async () => {
     const client = start(kind, (await credentialsFor(kind)) as unknown as ClientEnvironment);
     expect(await client.outcome).toEqual({ servedBy: 'backend-1' });
@@ -152,7 +152,7 @@ describe.each(CLIENTS)('the unchanged %s client on a mesh requiring tokens', { t
   });
 });
 
-describe.each(CLIENTS)('the unchanged %s client without credentials, on a plaintext mesh requiring tokens', { timeout: 60_000 }, (kind) => {
+describe.each(PROXYLESS_KINDS)('the unchanged %s client without credentials, on a plaintext mesh requiring tokens', { timeout: budget(60_000) }, (kind) => {
   let plain: Harness;
   beforeAll(async () => {
     plain = await startHarness();

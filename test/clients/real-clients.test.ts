@@ -7,6 +7,7 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually, pause, RPC_DEADLINE_MS, tally, Traffic } from '../support/traffic.js';
 import { createXdsEchoClient } from '../support/xds-client.js';
 import { runCli } from '../cli/cli-harness.js';
+import { budget } from '../support/budget.js';
 
 /**
  * Real proxyless gRPC clients (`@grpc/grpc-js-xds`, `xds:///<service>`) configured by a real
@@ -62,7 +63,7 @@ function lastSentNames(type: 'LDS' | 'RDS' | 'CDS' | 'EDS'): string[] {
   });
 }
 
-describe('a proxyless gRPC client (grpc-js-xds) configured by Chancery', { timeout: 60_000 }, () => {
+describe('a proxyless gRPC client (grpc-js-xds) configured by Chancery', { timeout: budget(60_000) }, () => {
   it('sends real unary RPCs to xds:///backend and has them answered by both backends, round robin', async () => {
     const [one, two] = await Promise.all([backend('backend-1'), backend('backend-2')]);
     await register(one);

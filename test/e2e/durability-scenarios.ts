@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import type { EventJson } from '../../src/api/index.js';
+import { RESTART_HISTORY } from '../store/fixtures.js';
 import { allEvents, call, type ChanceryProcess, startChancery } from './chancery-process.js';
 
 /**
@@ -30,14 +31,7 @@ export async function restartScenario(store: string, options: { readonly retenti
   expect((await call(dp('b'), 'PUT', dataplane('b', 10002))).status).toBe(201);
   expect((await call(dp('b'), 'DELETE')).status).toBe(204);
   const history = await allEvents(first.url);
-  expect(history.map((event) => [event.seq, event.kind, event.name, event.version])).toEqual([
-    [1, 'upserted', 'default', 1],
-    [2, 'upserted', 'payments', 1],
-    [3, 'upserted', 'a', 1],
-    [4, 'upserted', 'a', 2],
-    [5, 'upserted', 'b', 1],
-    [6, 'deleted', 'b', 2],
-  ]);
+  expect(history.map((event) => [event.seq, event.kind, event.name, event.version])).toEqual(RESTART_HISTORY);
   const aAtThree = await call(`${dp('a')}?revision=3`, 'GET');
   expect(aAtThree.body).toMatchObject({ version: 1, networking: { inbound: [{ port: 10001 }] } });
   const current = (await call(`${first.url}/meshes/payments/dataplanes`, 'GET')).body;

@@ -3,22 +3,19 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiHarness, dataplaneBody, putJson, startApi } from '../api/api-harness.js';
+import { apiFor, dataplaneBody } from '../api/api-harness.js';
 import { runCli } from '../cli/cli-harness.js';
 import { envoyBinary } from '../support/envoy.js';
 
 // Fails the file at once, naming the install command, on a machine without Envoy.
 const ENVOY = envoyBinary();
 
-let api: ApiHarness;
+const api = apiFor({ scope: 'all', dataplanes: [dataplaneBody('backend-1')] });
 let dir: string;
-beforeAll(async () => {
-  api = await startApi();
-  await putJson(`${api.url}/meshes/default/dataplanes/backend-1`, dataplaneBody('backend-1'));
+beforeAll(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'chancery-envoy-validate-'));
 });
-afterAll(async () => {
-  await api.close();
+afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 

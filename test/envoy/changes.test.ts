@@ -6,7 +6,9 @@ import { envoyBinary, type ConfigDump, type DumpedResource } from '../support/en
 import { startHarness, type Harness } from '../support/harness.js';
 import { HttpClient, startHttpBackend, type HttpBackend } from '../support/http-backend.js';
 import { eventually, Traffic } from '../support/traffic.js';
-import { freePort, reaches, SidecarMesh, XDS_MODES, type Client, type DataplaneSpec } from './sidecars.js';
+import { freePort } from '../support/ports.js';
+import { reaches } from '../support/real-clients/index.js';
+import { SidecarMesh, XDS_MODES, type Client, type DataplaneSpec } from '../support/real-clients/sidecar-mesh.js';
 
 /**
  * Change safety against a real Envoy (issue 31), over SotW and Delta. One Envoy, web-1's, calls

@@ -2,7 +2,8 @@ import type { XdsMode } from '../../src/mesh/index.js';
 import type { Harness } from '../support/harness.js';
 import type { EnvoyProcess } from '../support/envoy.js';
 import { startScriptedBackend, type ScriptedBackend } from '../support/scripted-http-backend.js';
-import { freePort, SidecarMesh, type Sidecar } from './sidecars.js';
+import { freePort } from '../support/ports.js';
+import { SidecarMesh, type Sidecar } from '../support/real-clients/sidecar-mesh.js';
 
 /**
  * The topology the Kuma examples in shared/reference/kuma-examples are written for: a client

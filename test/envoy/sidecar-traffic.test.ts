@@ -1,36 +1,28 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { envoyBinary } from '../support/envoy.js';
-import { startHarness, type Harness } from '../support/harness.js';
+import { reaches } from '../support/real-clients/index.js';
+import { sidecarsEach, XDS_MODES } from '../support/real-clients/sidecar-mesh.js';
 import { eventually } from '../support/traffic.js';
-import { noWipes, reaches, SidecarMesh, wipeCounters, XDS_MODES } from './sidecars.js';
 
 // Fails the file at once, naming the install command, on a machine without Envoy.
 envoyBinary();
 
 describe.each(XDS_MODES)('Envoy sidecars over %s, each started from chancery bootstrap envoy', (mode) => {
-  let harness: Harness;
-  let mesh: SidecarMesh;
-  beforeEach(async () => {
-    harness = await startHarness();
-    mesh = new SidecarMesh(harness.api, harness.xds, mode);
-  });
-  afterEach(async () => {
-    await mesh.stop();
-    await harness.stop();
-  });
+  const sidecars = sidecarsEach(mode);
 
   it('carry requests from a client to every backend, follow a backend added and one deleted, and fail none', async () => {
-    await mesh.addBackend('backend-1');
-    const second = await mesh.addBackend('backend-2');
-    const client = await mesh.addClient('web-1');
+    await sidecars.mesh.addBackend('backend-1');
+    const second = await sidecars.mesh.addBackend('backend-2');
+    const client = await sidecars.mesh.addClient('web-1');
     await reaches(client, ['backend-1', 'backend-2']);
 
+    const watch = sidecars.mesh.watch();
     let stop!: () => void;
     const flowing = client.traffic.during(new Promise<void>((resolve) => (stop = resolve)));
-    const third = await mesh.addBackend('backend-3');
+    const third = await sidecars.mesh.addBackend('backend-3');
     await eventually('a request answered by backend-3', () => third.app.served > 0, { attempts: 2_000 });
 
-    await mesh.delete('backend-2');
+    await sidecars.mesh.delete('backend-2');
     await client.envoy.waitFor('backend-2 gone from the client’s cluster', async () => (await client.envoy.stat(`cluster.echo.membership_total`)) === 2);
     // A request already on its way to backend-2 may still land; one that completes after this started after.
     const completed = client.traffic.completed;
@@ -44,6 +36,6 @@ describe.each(XDS_MODES)('Envoy sidecars over %s, each started from chancery boo
     expect(client.traffic.failures).toEqual([]);
     expect(second.app.served, 'requests reached backend-2 after it was deleted').toBe(servedBySecond);
     expect(new Set(client.traffic.servedBy.slice(after))).toEqual(new Set(['backend-1', 'backend-3']));
-    expect(await wipeCounters(mesh.sidecars)).toEqual(noWipes(mesh.sidecars));
+    expect(await watch.end()).toEqual([]);
   });
 });

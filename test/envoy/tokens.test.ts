@@ -8,8 +8,9 @@ import { runCli } from '../cli/cli-harness.js';
 import { EnvoyProcess, envoyBinary, stopAllEnvoys } from '../support/envoy.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { responsesWritten, tlsFixture, type TlsFixture } from '../support/identity.js';
+import { freePort } from '../support/ports.js';
+import { XDS_MODES } from '../support/real-clients/sidecar-mesh.js';
 import { eventually } from '../support/traffic.js';
-import { freePort, XDS_MODES } from './sidecars.js';
 
 /**
  * A real, unchanged Envoy proving who it is: `chancery bootstrap envoy --token-file` puts a

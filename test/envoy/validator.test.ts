@@ -1,7 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { envoyBinary, type ConfigDump, type DumpedResource } from '../support/envoy.js';
-import { startHarness, type Harness } from '../support/harness.js';
-import { freePort, SidecarMesh, XDS_MODES, type DataplaneSpec } from './sidecars.js';
+import type { Harness } from '../support/harness.js';
+import { freePort } from '../support/ports.js';
+import { sidecarsEach, XDS_MODES, type DataplaneSpec } from '../support/real-clients/sidecar-mesh.js';
 
 /**
  * Real Envoy as an oracle independent of Chancery's own encoder: every kind of resource the
@@ -37,21 +38,12 @@ function byName(resources: readonly DumpedResource[]): Map<string, DumpedResourc
 }
 
 describe.each(XDS_MODES)('real Envoy over %s accepts every resource kind Chancery generates for it', (mode) => {
-  let harness: Harness;
-  let mesh: SidecarMesh;
-  beforeEach(async () => {
-    harness = await startHarness();
-    mesh = new SidecarMesh(harness.api, harness.xds, mode);
-  });
-  afterEach(async () => {
-    await mesh.stop();
-    await harness.stop();
-  });
+  const sidecars = sidecarsEach(mode);
 
   it('holds exactly what GET /sessions/{node}/xds says was sent, resource by resource and version by version', async () => {
     // Another dataplane serves `beta`, so an outbound to it has real endpoints.
     const [betaPort, alphaPort, alphaSecondPort, appPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-    await mesh.put({
+    await sidecars.mesh.put({
       type: 'Dataplane',
       mesh: 'default',
       name: 'other',
@@ -76,13 +68,13 @@ describe.each(XDS_MODES)('real Envoy over %s accepts every resource kind Chancer
         ],
       },
     };
-    const { envoy } = await mesh.start(everything, 5);
+    const { envoy } = await sidecars.mesh.start(everything, 5);
     await envoy.waitFor('CDS, EDS and LDS applied', async () => {
       const stats = await envoy.stats();
       return (stats.get('listener_manager.lds.update_success') ?? 0) > 0 && ['alpha', 'beta', 'ghost'].every((c) => (stats.get(`cluster.${c}.update_success`) ?? 0) > 0);
     });
 
-    const xds = await sent(harness, 'default.everything');
+    const xds = await sent(sidecars.harness, 'default.everything');
     const stats = await envoy.stats();
     for (const stat of ['listener_manager.lds.update_rejected', 'cluster_manager.cds.update_rejected', 'cluster.alpha.update_rejected', 'cluster.beta.update_rejected', 'cluster.ghost.update_rejected']) {
       expect(stats.get(stat) ?? 0, stat).toBe(0);

@@ -3,9 +3,10 @@ import { openEventLog, type EventLog } from '../../src/store/index.js';
 import type { DecodedDeltaResponse } from '../../src/xds/decode.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 import { eventually } from '../support/traffic.js';
-import { DeltaStream } from '../support/ads-client.js';
+import type { DeltaStream } from '../support/ads-client.js';
 import { startFleetInstance, type FleetInstance } from '../support/fleet-instance.js';
 import { backendDataplane } from '../support/harness.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { startTestPostgres, type TestPostgres } from '../store/test-postgres.js';
 import { envoyDataplane } from '../xds/fixtures.js';
 
@@ -18,11 +19,13 @@ import { envoyDataplane } from '../xds/fixtures.js';
 const NODE = 'default.web-1';
 let postgres: TestPostgres;
 const cleanups: Array<() => unknown> = [];
+const streams = new OpenStreams();
 
 beforeAll(async () => {
   postgres = await startTestPostgres();
 });
 afterEach(async () => {
+  streams.closeAll();
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 afterAll(async () => {
@@ -83,12 +86,6 @@ function heldAfter(responses: readonly DecodedDeltaResponse[]): Map<string, Reco
   return held;
 }
 
-function open(address: string): DeltaStream {
-  const stream = DeltaStream.open(address);
-  cleanups.push(() => stream.close());
-  return stream;
-}
-
 /**
  * Every response from the `from`th up to the answer of a barrier request (a route nobody has),
  * ACKing each. Pass `from` when the server may answer before the barrier is sent.
@@ -110,7 +107,7 @@ describe('a Delta node that moves from instance A to instance B', () => {
     await a.cp.apply(envoyDataplane('web-1'));
 
     // Served by A, as Envoy subscribes: wildcard CDS, EDS of its cluster, wildcard LDS.
-    const first = open(a.cp.addresses.xds);
+    const first = streams.delta({ address: a.cp.addresses.xds });
     first.send({ typeUrl: CLUSTER, nodeId: NODE });
     first.send({ typeUrl: ENDPOINT, subscribe: ['backend'] });
     first.send({ typeUrl: LISTENER });
@@ -121,7 +118,7 @@ describe('a Delta node that moves from instance A to instance B', () => {
 
     // B has read the same log: the node comes back holding everything at the current versions.
     await b.cp.store.refresh();
-    const second = open(b.cp.addresses.xds);
+    const second = streams.delta({ address: b.cp.addresses.xds });
     second.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: held.get(CLUSTER)! });
     second.send({ typeUrl: ENDPOINT, subscribe: ['backend'], initialVersions: held.get(ENDPOINT)! });
     second.send({ typeUrl: LISTENER, initialVersions: held.get(LISTENER)! });
@@ -151,14 +148,14 @@ describe('a Delta node that moves from instance A to instance B', () => {
     const b = await instance(url, 'instance-b');
     await a.cp.apply(backendDataplane('backend-1', 10001));
     await a.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
-    const first = open(a.cp.addresses.xds);
+    const first = streams.delta({ address: a.cp.addresses.xds });
     first.send({ typeUrl: CLUSTER, nodeId: NODE });
     const clusters = (await settle(first, 'on-a')).find((r) => r.typeUrl === CLUSTER)!;
     first.close();
     // While it moves, its Dataplane loses an outbound and its app port moves.
     await a.cp.apply(envoyDataplane('web-1', { inbound: [{ port: 10002, servicePort: 9005, service: 'web' }] }));
 
-    const second = open(b.cp.addresses.xds);
+    const second = streams.delta({ address: b.cp.addresses.xds });
     second.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: Object.fromEntries(clusters.resources.map((r) => [r.name, r.version])) });
     const [back] = (await settle(second, 'on-b')).filter((r) => r.typeUrl === CLUSTER);
     // B read the log to its end before answering (the node holds configuration): it is current.
@@ -180,7 +177,7 @@ describe('a Delta node that moves from instance A to instance B', () => {
     await a.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
 
     // The node is served the new configuration by A, then moves to B.
-    const first = open(a.cp.addresses.xds);
+    const first = streams.delta({ address: a.cp.addresses.xds });
     first.send({ typeUrl: CLUSTER, nodeId: NODE });
     first.send({ typeUrl: ENDPOINT, subscribe: ['backend', 'payments'] });
     first.send({ typeUrl: LISTENER });
@@ -190,7 +187,7 @@ describe('a Delta node that moves from instance A to instance B', () => {
     const versionsFromA = Object.fromEntries(fromA.map((r) => [r.typeUrl, r.systemVersionInfo]));
     first.close();
 
-    const second = open(b.cp.addresses.xds);
+    const second = streams.delta({ address: b.cp.addresses.xds });
     let storyAtFirstClusters: string[] | undefined;
     second.onResponse((response) => {
       if (response.typeUrl === CLUSTER) storyAtFirstClusters ??= b.cp.session(NODE)!.transitions.map((t) => t.event);

@@ -13,6 +13,7 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually, Traffic } from '../support/traffic.js';
 import { createXdsEchoClient } from '../support/xds-client.js';
 import { envoyDataplane } from '../xds/fixtures.js';
+import { budget } from '../support/budget.js';
 
 /**
  * Rebalancing and draining (issue 4), with two instances in one process sharing one store,
@@ -69,7 +70,7 @@ function expectFullConfiguration(nodes: readonly ReconnectingEnvoy[]): void {
   }
 }
 
-describe('rebalancing a fleet across instances', { timeout: 60_000 }, () => {
+describe('rebalancing a fleet across instances', { timeout: budget(60_000) }, () => {
   it.each(PROTOCOLS)('maxConnectionAge ends old streams with UNAVAILABLE, so a fleet over %s spreads onto an instance added later', async (protocol) => {
     const log = new MemoryEventLog();
     const { cp: a } = await instance(log, 'a', { maxConnectionAge: 600 });

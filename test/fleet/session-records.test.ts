@@ -3,9 +3,11 @@ import type { ControlPlane } from '../../src/index.js';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
 import type { EventLog } from '../../src/store/types.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import type { AdsStream } from '../support/ads-client.js';
+import { envoyHandshake } from '../support/envoy-handshake.js';
 import { type FleetInstance, startFleetInstance } from '../support/fleet-instance.js';
 import { backendDataplane } from '../support/harness.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { eventually } from '../support/traffic.js';
 import { ScriptedLog } from '../store/scripted-log.js';
 import { envoyDataplane, namesOf, sessionIn } from '../xds/fixtures.js';
@@ -19,10 +21,10 @@ import { envoyDataplane, namesOf, sessionIn } from '../xds/fixtures.js';
 const NODE = 'default.web-1';
 
 const running: ControlPlane[] = [];
-const streams: AdsStream[] = [];
+const streams = new OpenStreams();
 
 afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.close();
+  streams.closeAll();
   for (const cp of running.splice(0)) await cp.stop();
 });
 
@@ -37,8 +39,7 @@ async function instance(log: EventLog, id: string): Promise<FleetInstance> {
  * as an Envoy that reconnects holding those CDS and LDS versions.
  */
 async function envoy(target: FleetInstance, held?: { cds: string; lds: string }): Promise<AdsStream> {
-  const stream = AdsStream.open(target.cp.addresses.xds);
-  streams.push(stream);
+  const stream = streams.sotw({ address: target.cp.addresses.xds });
   if (held) {
     stream.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: held.cds });
     stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
@@ -46,12 +47,7 @@ async function envoy(target: FleetInstance, held?: { cds: string; lds: string })
     await sessionIn(target.cp, NODE, 'serving');
     return stream;
   }
-  stream.send({ typeUrl: CLUSTER, nodeId: NODE });
-  stream.ack(await stream.nextResponse());
-  stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
-  stream.ack(await stream.nextResponse(), ['backend']);
-  stream.send({ typeUrl: LISTENER });
-  stream.ack(await stream.nextResponse());
+  await envoyHandshake(stream, NODE);
   await sessionIn(target.cp, NODE, 'serving');
   return stream;
 }
@@ -201,8 +197,7 @@ describe('session records: every instance sees which instance serves which node'
 
     // B cannot read the log: rather than answer from its projection, which is behind, it waits.
     behind.failure = new Error('connection to the database lost');
-    const moved = AdsStream.open(b.cp.addresses.xds);
-    streams.push(moved);
+    const moved = streams.sotw({ address: b.cp.addresses.xds });
     moved.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: clusters.versionInfo });
     moved.send({ typeUrl: ENDPOINT, resourceNames: ['backend', 'payments'] });
     moved.send({ typeUrl: LISTENER, versionInfo: listeners.versionInfo });
@@ -236,8 +231,7 @@ describe('session records: every instance sees which instance serves which node'
     first.close();
 
     behind.failure = new Error('connection to the database lost');
-    const moved = AdsStream.open(b.cp.addresses.xds);
-    streams.push(moved);
+    const moved = streams.sotw({ address: b.cp.addresses.xds });
     moved.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: clusters.versionInfo });
     await eventually('the failed catch-up', () => b.cp.session(NODE)?.state === 'awaiting-snapshot' && behind.reads > 0);
     // Let the failed try settle, so the session is parked for the next tick.

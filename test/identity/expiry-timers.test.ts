@@ -1,9 +1,10 @@
 import { status } from '@grpc/grpc-js';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { issueDataplaneToken } from '../../src/identity/index.js';
 import { CLUSTER } from '../../src/xds/index.js';
-import { AdsStream, DeltaStream } from '../support/ads-client.js';
-import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
+import type { AdsStream, DeltaStream } from '../support/ads-client.js';
+import { backendDataplane } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 import { TimerCountingClock } from '../support/timer-counting-clock.js';
 import { eventually } from '../support/traffic.js';
 
@@ -20,28 +21,18 @@ const GRACE = 10_000;
 
 type Stream = AdsStream | DeltaStream;
 
-let harness: Harness;
 let clock: TimerCountingClock;
-const streams: Stream[] = [];
-
-beforeEach(async () => {
-  clock = new TimerCountingClock();
-  harness = await startHarness({ clock, evictionGrace: GRACE });
-  await harness.cp.apply({ type: 'Mesh', name: 'secure' });
-  await harness.cp.apply(backendDataplane('backend-1', 10001, 'backend', 'secure'));
-});
-
-afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.close();
-  await harness.stop();
-});
+const harness = harnessFor(() => ({
+  clock: (clock = new TimerCountingClock()),
+  evictionGrace: GRACE,
+  resources: [{ type: 'Mesh', name: 'secure' }, backendDataplane('backend-1', 10001, 'backend', 'secure')],
+}));
 
 /** A stream of `protocol` for NODE with a fresh token, served its first response. */
 async function served(protocol: 'sotw' | 'delta'): Promise<Stream> {
   const { token } = await issueDataplaneToken(harness.cp.store, { mesh: 'secure', name: 'backend-1', now: Date.now(), ttl: TTL });
   const authorization = `Bearer ${token}`;
-  const stream = protocol === 'sotw' ? AdsStream.open(harness.xds, { authorization }) : DeltaStream.open(harness.xds, { authorization });
-  streams.push(stream);
+  const stream = harness.streams.open(protocol, { authorization });
   stream.send({ typeUrl: CLUSTER, nodeId: NODE });
   expect((await stream.nextResponse()).typeUrl).toBe(CLUSTER);
   return stream;

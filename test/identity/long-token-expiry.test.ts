@@ -1,12 +1,12 @@
 import { status } from '@grpc/grpc-js';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { issueDataplaneToken } from '../../src/identity/index.js';
 import { StreamGate, type GateOutcomes } from '../../src/xds/stream-gate.js';
 import type { Refusal, StreamAdmission } from '../../src/xds/stream-admission.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
-import { AdsStream, DeltaStream } from '../support/ads-client.js';
-import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
+import { backendDataplane } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 
 /**
  * Regression: a stream's expiry timer was armed for the token's whole remaining life, and Node
@@ -31,22 +31,13 @@ class NodeRuleClock extends SimulatedClock {
 }
 
 describe('a token living longer than Node can wait at once', () => {
-  let harness: Harness;
   let clock: NodeRuleClock;
   const now = () => START + clock.now();
-  const streams: Array<{ close(): void }> = [];
-
-  beforeEach(async () => {
-    clock = new NodeRuleClock();
-    harness = await startHarness({ now, clock });
-    await harness.cp.apply({ type: 'Mesh', name: 'secure' });
-    await harness.cp.apply(backendDataplane('backend-1', 10001, 'backend', 'secure'));
-  });
-
-  afterEach(async () => {
-    for (const stream of streams.splice(0)) stream.close();
-    await harness.stop();
-  });
+  const harness = harnessFor(() => ({
+    now,
+    clock: (clock = new NodeRuleClock()),
+    resources: [{ type: 'Mesh', name: 'secure' }, backendDataplane('backend-1', 10001, 'backend', 'secure')],
+  }));
 
   it.each([
     { days: 30, protocol: 'sotw' },
@@ -55,8 +46,7 @@ describe('a token living longer than Node can wait at once', () => {
   ] as const)('keeps a $days-day token serving its $protocol stream until the token expires, then ends it with UNAUTHENTICATED', async ({ days, protocol }) => {
     const ttl = days * DAY;
     const { token } = await issueDataplaneToken(harness.cp.store, { mesh: 'secure', name: 'backend-1', now: now(), ttl });
-    const stream = protocol === 'sotw' ? AdsStream.open(harness.xds, { authorization: `Bearer ${token}` }) : DeltaStream.open(harness.xds, { authorization: `Bearer ${token}` });
-    streams.push(stream);
+    const stream = harness.streams.open(protocol, { authorization: `Bearer ${token}` });
     stream.send({ typeUrl: CLUSTER, nodeId: NODE });
     expect((await stream.nextResponse()).typeUrl).toBe(CLUSTER);
 

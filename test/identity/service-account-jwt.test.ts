@@ -5,9 +5,10 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueServiceAccount, type ServiceAccountFile } from '../../src/identity/index.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import type { AdsStream } from '../support/ads-client.js';
 import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
 import { tlsFixture, type TlsFixture } from '../support/identity.js';
+import { OpenStreams } from '../support/open-streams.js';
 
 /**
  * The JWT a proxyless gRPC client signs with its service account (reference/identity.md §2.3),
@@ -19,7 +20,7 @@ let tls: TlsFixture;
 let secure: Harness;
 let plain: Harness;
 let account: ServiceAccountFile;
-const streams: AdsStream[] = [];
+const streams = new OpenStreams();
 
 beforeAll(async () => {
   tls = tlsFixture();
@@ -35,7 +36,7 @@ beforeAll(async () => {
   await plain.cp.store.put(secure.cp.store.list('ServiceAccountKey', 'secure')[0]!.resource);
 });
 afterAll(async () => {
-  for (const stream of streams) stream.close();
+  streams.closeAll();
   await secure.stop();
   await plain.stop();
   tls.remove();
@@ -59,10 +60,10 @@ function jwt(claims: Claims): Promise<string> {
     .sign(createPrivateKey(account.private_key));
 }
 
-async function open(harness: Harness, token: string, node: string) {
+/** A stream to `harness` (over TLS to the secure one) carrying `token`, its first request naming `node`. */
+function streamOf(harness: Harness, token: string, node: string): AdsStream {
   const channel = harness === secure ? credentials.createSsl(readFileSync(tls.ca)) : undefined;
-  const stream = AdsStream.open(harness.xds, { authorization: `Bearer ${token}`, ...(channel && { channel }) });
-  streams.push(stream);
+  const stream = streams.sotw({ address: harness.xds, authorization: `Bearer ${token}`, ...(channel && { channel }) });
   stream.send({ typeUrl: CLUSTER, nodeId: node });
   return stream;
 }
@@ -74,7 +75,7 @@ describe("a service account's self-signed JWT, over TLS", () => {
     ['grpc-js-xds: https://<host>/<ADS service>', () => 'https://localhost/envoy.service.discovery.v3.AggregatedDiscoveryService'],
     ['gRPC C-core: https://<host>:<port>/', () => `https://127.0.0.1:${port()}/`],
   ])('is served with the audience %s', async (_client, audience) => {
-    const stream = await open(secure, await jwt({ aud: audience() }), 'secure.client');
+    const stream = streamOf(secure, await jwt({ aud: audience() }), 'secure.client');
     expect((await stream.nextResponse()).typeUrl).toBe(CLUSTER);
     expect(secure.cp.session('secure.client')?.stream?.authentication).toMatchObject({ by: 'service-account', key: account.private_key_id });
   });
@@ -88,7 +89,7 @@ describe("a service account's self-signed JWT, over TLS", () => {
     const node = (claims as Claims).sub ?? 'secure.client';
     const session = secure.cp.session(node)?.stream?.id;
     const refusals = secure.cp.refusals().total;
-    const stream = await open(secure, await jwt(claims), node);
+    const stream = streamOf(secure, await jwt(claims), node);
     const end = await stream.ending();
     expect(end.code).toBe(code);
     expect(end.details).toMatch(message);
@@ -102,7 +103,7 @@ describe("a service account's self-signed JWT, over TLS", () => {
 
 describe("a service account's self-signed JWT, over plaintext", () => {
   it('is refused: no TLS certificate names a host the audience could be', async () => {
-    const stream = await open(plain, await jwt({}), 'secure.client');
+    const stream = streamOf(plain, await jwt({}), 'secure.client');
     const end = await stream.ending();
     expect(end.code).toBe(status.UNAUTHENTICATED);
     expect(end.details).toMatch(/no TLS name/);

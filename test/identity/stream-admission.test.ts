@@ -1,10 +1,11 @@
 import { status } from '@grpc/grpc-js';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { issueDataplaneToken, rotateSigningKey } from '../../src/identity/index.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
-import { AdsStream, DeltaStream, type StreamCredentials } from '../support/ads-client.js';
-import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
+import type { StreamCredentials } from '../support/ads-client.js';
+import { backendDataplane } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 
 /**
  * Who may be served on the xDS port (DESIGN §10), through the real gRPC server: a mesh with
@@ -17,29 +18,14 @@ const START = Date.parse('2026-12-03T12:00:00.000Z');
 const NODE = 'secure.backend-1';
 const PROTOCOLS = ['sotw', 'delta'] as const;
 
-let harness: Harness;
 let clock: SimulatedClock;
 const now = () => START + clock.now();
-const streams: Array<{ close(): void }> = [];
-
-beforeEach(async () => {
-  clock = new SimulatedClock();
-  harness = await startHarness({ now, clock });
-  await harness.cp.apply({ type: 'Mesh', name: 'secure' });
-  await harness.cp.apply(backendDataplane('backend-1', 10001, 'backend', 'secure'));
-  await harness.cp.apply(backendDataplane('backend-2', 10002, 'backend', 'secure'));
-});
-
-afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.close();
-  await harness.stop();
-});
-
-function open(credentials: StreamCredentials, protocol: 'sotw' | 'delta' = 'sotw'): AdsStream | DeltaStream {
-  const stream = protocol === 'sotw' ? AdsStream.open(harness.xds, credentials) : DeltaStream.open(harness.xds, credentials);
-  streams.push(stream);
-  return stream;
-}
+const harness = harnessFor(() => ({
+  now,
+  clock: (clock = new SimulatedClock()),
+  resources: [{ type: 'Mesh', name: 'secure' }, backendDataplane('backend-1', 10001, 'backend', 'secure'), backendDataplane('backend-2', 10002, 'backend', 'secure')],
+}));
+const open = (credentials: StreamCredentials, protocol: 'sotw' | 'delta' = 'sotw') => harness.streams.open(protocol, credentials);
 
 async function token(name: string, options: { mesh?: string; ttl?: number; at?: number } = {}): Promise<string> {
   const issued = await issueDataplaneToken(harness.cp.store, { mesh: options.mesh ?? 'secure', name, now: options.at ?? now(), ...(options.ttl !== undefined && { ttl: options.ttl }) });

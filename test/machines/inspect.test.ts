@@ -1,5 +1,5 @@
 import diagnostics from 'node:diagnostics_channel';
-import { createServer, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { createWebSocketReceiver, type StatelyInspectionEvent } from '@statelyai/inspect';
 import { createInspectorServer } from '@statelyai/inspect/server';
 import { pino } from 'pino';
@@ -8,22 +8,15 @@ import { controlPlaneOptionsOf, resolveOptions, RUN_OPTIONS, UsageError } from '
 import { parseNodePattern } from '../../src/inspector/index.js';
 import type { SessionView } from '../../src/machines/session-view.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { runCli } from '../cli/cli-harness.js';
 import { startHarness, type Harness } from '../support/harness.js';
+import { freePort } from '../support/ports.js';
 import { BACKEND, envoyDataplane, sessionIn } from '../xds/fixtures.js';
 
 const CHOSEN = 'default.web-1';
 const OTHER = 'default.backend-1';
 
-/** A port nothing listens on now: createInspectorServer takes a port but cannot report one the OS chose. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /**
  * Subscribes to the relay like Stately's inspector page does, and records every event. The
@@ -79,7 +72,7 @@ describe('live inspection in the Stately inspector', () => {
   let relay: { stop(): void };
   let receiver: ReturnType<typeof receive>;
   let harness: Harness | undefined;
-  const streams: AdsStream[] = [];
+  const streams = new OpenStreams(() => harness!.xds);
   beforeEach(async () => {
     const port = await freePort();
     relay = createInspectorServer({ port, autoOpen: false });
@@ -87,15 +80,14 @@ describe('live inspection in the Stately inspector', () => {
     harness = await startHarness({ inspect: { url: `ws://127.0.0.1:${port}`, nodes: parseNodePattern('default.web-*') } });
   });
   afterEach(async () => {
-    for (const stream of streams.splice(0)) stream.close();
+    streams.closeAll();
     await harness?.stop();
     receiver.close();
     relay.stop();
   });
 
   async function serve(node: string): Promise<void> {
-    const stream = AdsStream.open(harness!.xds);
-    streams.push(stream);
+    const stream = streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: node });
     await stream.nextResponse();
   }

@@ -73,16 +73,35 @@ function asRead(read: ReturnType<typeof decodeRequest>): StreamRequest {
 const EDS = (cluster: Record<string, unknown>) => cluster['type'] === 'EDS';
 const nameOf = (resource: Record<string, unknown>) => String(resource['name'] ?? resource['cluster_name']);
 
-/** What both clients share: the connections, the streams, and opening a stream. */
-abstract class Connections<TStream extends ModelStream & { readonly client: Client }> implements Pick<ModelClient, 'streams' | 'current' | 'close'> {
+/** What both clients share: the connections, the streams, what they hold, and opening a stream. */
+abstract class Connections<TStream extends WireStream<{ readonly typeUrl: string; readonly nonce: string }> & ModelStream> implements Pick<ModelClient, 'streams' | 'current' | 'forget' | 'open' | 'close'> {
   readonly streams: TStream[] = [];
   readonly #connections = new Set<Client>();
+  /** What it holds, by type URL. */
+  abstract readonly held: Map<string, unknown>;
 
-  constructor(readonly address: string) {}
+  constructor(
+    readonly address: string,
+    readonly node: string,
+  ) {}
 
   get current(): TStream | undefined {
     return this.streams.at(-1);
   }
+
+  forget(): void {
+    this.held.clear();
+  }
+
+  open(holding: boolean, connection: 'new' | 'shared' = 'new'): ModelStream {
+    const stream = this.stream(this.connection(connection));
+    this.streams.push(stream);
+    stream.open(this.node, holding);
+    return stream;
+  }
+
+  /** A stream of this client's protocol on `client`'s connection. */
+  protected abstract stream(client: Client): TStream;
 
   protected connection(kind: 'new' | 'shared'): Client {
     const client = (kind === 'shared' ? this.current?.client : undefined) ?? new Client(this.address, credentials.createInsecure());
@@ -96,48 +115,28 @@ abstract class Connections<TStream extends ModelStream & { readonly client: Clie
   }
 }
 
-class SotwModelClient extends Connections<SotwModelStream> implements ModelClient {
-  readonly protocol = 'sotw';
-  /** The last response of each type it accepted, by type URL. */
-  readonly held = new Map<string, DecodedResponse>();
-
-  constructor(
-    address: string,
-    readonly node: string,
-  ) {
-    super(address);
-  }
-
-  holds(typeUrl: string): readonly Record<string, unknown>[] {
-    return this.held.get(typeUrl)?.resources ?? [];
-  }
-
-  forget(): void {
-    this.held.clear();
-  }
-
-  open(holding: boolean, connection: 'new' | 'shared' = 'new'): ModelStream {
-    const stream = new SotwModelStream(new AdsStream(this.connection(connection)), this);
-    this.streams.push(stream);
-    stream.open(this.node, holding);
-    return stream;
-  }
+/** The raw stream under a model stream, in either protocol. */
+interface RawStream<TResponse> {
+  readonly client: Client;
+  readonly responses: readonly TResponse[];
+  onResponse(listener: (response: TResponse) => void): void;
+  ending(what: string, timeoutMs: number): Promise<StreamEnd>;
+  cancel(): void;
 }
 
-class SotwModelStream implements ModelStream {
+/** What both protocols' model streams share: the raw stream under them, what they answered, what they were sent. */
+abstract class WireStream<TResponse extends { readonly typeUrl: string; readonly nonce: string }> implements Pick<ModelStream, 'answered' | 'count' | 'sent' | 'ending' | 'cancel'> {
   readonly answered = new Set<string>();
   readonly sent: Array<{ typeUrl: string; names: readonly string[]; removed: readonly string[] }> = [];
-  #edsNames: readonly string[] = [];
+  /** The EDS names it subscribes to. */
+  protected edsNames: readonly string[] = [];
 
-  constructor(
-    readonly ads: AdsStream,
-    readonly owner: SotwModelClient,
-  ) {
-    ads.onResponse((response) => this.#receive(response));
+  constructor(readonly raw: RawStream<TResponse>) {
+    raw.onResponse((response) => this.receive(response));
   }
 
   get client(): Client {
-    return this.ads.client;
+    return this.raw.client;
   }
 
   get count(): number {
@@ -145,12 +144,49 @@ class SotwModelStream implements ModelStream {
   }
 
   ending(what: string, timeoutMs: number): Promise<StreamEnd> {
-    return this.ads.ending(what, timeoutMs);
+    return this.raw.ending(what, timeoutMs);
+  }
+
+  cancel(): void {
+    this.raw.cancel();
+  }
+
+  /** What Envoy sends on a new stream, naming what it holds when `holding`. */
+  abstract open(node: string, holding: boolean): void;
+
+  /** Answers a response as Envoy does. */
+  protected abstract receive(response: TResponse): void;
+
+  /** The last response of `typeUrl` on this stream. */
+  protected last(typeUrl: string): TResponse | undefined {
+    return [...this.raw.responses].reverse().find((response) => response.typeUrl === typeUrl);
+  }
+}
+
+class SotwModelClient extends Connections<SotwModelStream> implements ModelClient {
+  readonly protocol = 'sotw';
+  /** The last response of each type it accepted, by type URL. */
+  readonly held = new Map<string, DecodedResponse>();
+
+  holds(typeUrl: string): readonly Record<string, unknown>[] {
+    return this.held.get(typeUrl)?.resources ?? [];
+  }
+
+  protected stream(client: Client): SotwModelStream {
+    return new SotwModelStream(new AdsStream(client), this);
+  }
+}
+
+class SotwModelStream extends WireStream<DecodedResponse> implements ModelStream {
+  constructor(
+    readonly ads: AdsStream,
+    readonly owner: SotwModelClient,
+  ) {
+    super(ads);
   }
 
   lateWords(): StreamRequest[] {
-    const last = (typeUrl: string) => [...this.ads.responses].reverse().find((response) => response.typeUrl === typeUrl);
-    const [listeners, clusters] = [last(LISTENER), last(CLUSTER)];
+    const [listeners, clusters] = [this.last(LISTENER), this.last(CLUSTER)];
     return [
       { typeUrl: LISTENER, versionInfo: listeners?.versionInfo ?? '', responseNonce: listeners?.nonce ?? '1' },
       { typeUrl: CLUSTER, versionInfo: '', responseNonce: clusters?.nonce ?? '1', errorDetail: { code: 3, message: LATE_NACK } },
@@ -158,28 +194,24 @@ class SotwModelStream implements ModelStream {
     ].map((request) => asRead(decodeRequest(encodeRequest(request))));
   }
 
-  cancel(): void {
-    this.ads.cancel();
-  }
-
   /** What Envoy sends on a new stream: CDS with the node, EDS for the clusters it holds, LDS; with the versions it holds when `holding`. */
   open(node: string, holding: boolean): void {
     const version = (typeUrl: string) => (holding ? (this.owner.held.get(typeUrl)?.versionInfo ?? '') : '');
     this.ads.send({ typeUrl: CLUSTER, nodeId: node, versionInfo: version(CLUSTER) });
-    this.#edsNames = holding ? this.owner.holds(CLUSTER).filter(EDS).map(nameOf).sort() : [];
-    if (this.#edsNames.length > 0) this.ads.send({ typeUrl: ENDPOINT, resourceNames: this.#edsNames, versionInfo: version(ENDPOINT) });
+    this.edsNames = holding ? this.owner.holds(CLUSTER).filter(EDS).map(nameOf).sort() : [];
+    if (this.edsNames.length > 0) this.ads.send({ typeUrl: ENDPOINT, resourceNames: this.edsNames, versionInfo: version(ENDPOINT) });
     this.ads.send({ typeUrl: LISTENER, versionInfo: version(LISTENER) });
   }
 
   nack(message: string): void {
     const last = this.ads.responses.at(-1);
     const typeUrl = last?.typeUrl ?? CLUSTER;
-    const names = typeUrl === ENDPOINT ? this.#edsNames : [];
+    const names = typeUrl === ENDPOINT ? this.edsNames : [];
     this.ads.send({ typeUrl, versionInfo: this.owner.held.get(typeUrl)?.versionInfo ?? '', responseNonce: last?.nonce ?? '', resourceNames: [...names], errorDetail: { code: 3, message } });
   }
 
   ackAgain(): void {
-    const last = [...this.ads.responses].reverse().find((response) => response.typeUrl === LISTENER);
+    const last = this.last(LISTENER);
     this.ads.send({ typeUrl: LISTENER, versionInfo: last?.versionInfo ?? '', responseNonce: last?.nonce ?? '' });
   }
 
@@ -192,17 +224,17 @@ class SotwModelStream implements ModelStream {
   }
 
   /** Every response is ACKed, as Envoy does; a change of clusters changes the EDS subscription too. */
-  #receive(response: DecodedResponse): void {
+  protected receive(response: DecodedResponse): void {
     this.sent.push({ typeUrl: response.typeUrl, names: response.resources.map(nameOf), removed: [] });
     this.owner.held.set(response.typeUrl, response);
-    const names = response.typeUrl === ENDPOINT ? this.#edsNames : [];
+    const names = response.typeUrl === ENDPOINT ? this.edsNames : [];
     this.ads.send({ typeUrl: response.typeUrl, versionInfo: response.versionInfo, responseNonce: response.nonce, resourceNames: [...names] });
     this.answered.add(response.nonce);
     if (response.typeUrl !== CLUSTER) return;
     const wanted = response.resources.filter(EDS).map(nameOf).sort();
-    if (wanted.join('\n') === this.#edsNames.join('\n')) return;
-    this.#edsNames = wanted;
-    const eds = [...this.ads.responses].reverse().find((candidate) => candidate.typeUrl === ENDPOINT);
+    if (wanted.join('\n') === this.edsNames.join('\n')) return;
+    this.edsNames = wanted;
+    const eds = this.last(ENDPOINT);
     this.ads.send({ typeUrl: ENDPOINT, resourceNames: wanted, versionInfo: eds?.versionInfo ?? '', responseNonce: eds?.nonce ?? '' });
   }
 }
@@ -211,13 +243,6 @@ class DeltaModelClient extends Connections<DeltaModelStream> implements ModelCli
   readonly protocol = 'delta';
   /** What it holds, by type URL, then name: each resource's version and body. */
   readonly held = new Map<string, Map<string, { version: string; resource: Record<string, unknown> }>>();
-
-  constructor(
-    address: string,
-    readonly node: string,
-  ) {
-    super(address);
-  }
 
   holds(typeUrl: string): readonly Record<string, unknown>[] {
     const byName = this.held.get(typeUrl) ?? new Map();
@@ -229,53 +254,25 @@ class DeltaModelClient extends Connections<DeltaModelStream> implements ModelCli
     return Object.fromEntries([...(this.held.get(typeUrl) ?? new Map())].map(([name, { version }]) => [name, version]));
   }
 
-  forget(): void {
-    this.held.clear();
-  }
-
-  open(holding: boolean, connection: 'new' | 'shared' = 'new'): ModelStream {
-    const stream = new DeltaModelStream(new DeltaStream(this.connection(connection)), this);
-    this.streams.push(stream);
-    stream.open(this.node, holding);
-    return stream;
+  protected stream(client: Client): DeltaModelStream {
+    return new DeltaModelStream(new DeltaStream(client), this);
   }
 }
 
-class DeltaModelStream implements ModelStream {
-  readonly answered = new Set<string>();
-  readonly sent: Array<{ typeUrl: string; names: readonly string[]; removed: readonly string[] }> = [];
-  #edsNames: readonly string[] = [];
-
+class DeltaModelStream extends WireStream<DecodedDeltaResponse> implements ModelStream {
   constructor(
     readonly ads: DeltaStream,
     readonly owner: DeltaModelClient,
   ) {
-    ads.onResponse((response) => this.#receive(response));
-  }
-
-  get client(): Client {
-    return this.ads.client;
-  }
-
-  get count(): number {
-    return this.sent.length;
-  }
-
-  ending(what: string, timeoutMs: number): Promise<StreamEnd> {
-    return this.ads.ending(what, timeoutMs);
+    super(ads);
   }
 
   lateWords(): StreamRequest[] {
-    const last = (typeUrl: string) => [...this.ads.responses].reverse().find((response) => response.typeUrl === typeUrl);
     return [
-      { typeUrl: LISTENER, responseNonce: last(LISTENER)?.nonce ?? '1' },
-      { typeUrl: CLUSTER, responseNonce: last(CLUSTER)?.nonce ?? '1', errorDetail: { code: 3, message: LATE_NACK } },
+      { typeUrl: LISTENER, responseNonce: this.last(LISTENER)?.nonce ?? '1' },
+      { typeUrl: CLUSTER, responseNonce: this.last(CLUSTER)?.nonce ?? '1', errorDetail: { code: 3, message: LATE_NACK } },
       { typeUrl: ROUTE, subscribe: [LATE_ROUTE] },
     ].map((request) => asRead(decodeDeltaRequest(encodeDeltaRequest(request))));
-  }
-
-  cancel(): void {
-    this.ads.cancel();
   }
 
   /** What Envoy sends on a new Delta stream: the legacy wildcard for CDS and LDS, EDS by name; with what it holds when `holding`. */
@@ -283,8 +280,8 @@ class DeltaModelStream implements ModelStream {
     if (!holding) this.owner.forget();
     const initial = (typeUrl: string) => (holding ? this.owner.versions(typeUrl) : {});
     this.ads.send({ typeUrl: CLUSTER, nodeId: node, initialVersions: initial(CLUSTER) });
-    this.#edsNames = this.owner.holds(CLUSTER).filter(EDS).map(nameOf).sort();
-    if (this.#edsNames.length > 0) this.ads.send({ typeUrl: ENDPOINT, subscribe: [...this.#edsNames], initialVersions: initial(ENDPOINT) });
+    this.edsNames = this.owner.holds(CLUSTER).filter(EDS).map(nameOf).sort();
+    if (this.edsNames.length > 0) this.ads.send({ typeUrl: ENDPOINT, subscribe: [...this.edsNames], initialVersions: initial(ENDPOINT) });
     this.ads.send({ typeUrl: LISTENER, initialVersions: initial(LISTENER) });
   }
 
@@ -294,8 +291,7 @@ class DeltaModelStream implements ModelStream {
   }
 
   ackAgain(): void {
-    const last = [...this.ads.responses].reverse().find((response) => response.typeUrl === LISTENER);
-    this.ads.send({ typeUrl: LISTENER, responseNonce: last?.nonce ?? '' });
+    this.ads.send({ typeUrl: LISTENER, responseNonce: this.last(LISTENER)?.nonce ?? '' });
   }
 
   requestAgain(): void {
@@ -307,7 +303,7 @@ class DeltaModelStream implements ModelStream {
   }
 
   /** Applies what came (resources set, removed dropped), ACKs it, and follows new clusters with their EDS subscriptions. */
-  #receive(response: DecodedDeltaResponse): void {
+  protected receive(response: DecodedDeltaResponse): void {
     const { typeUrl } = response;
     this.ads.ack(response);
     this.answered.add(response.nonce);
@@ -320,9 +316,9 @@ class DeltaModelStream implements ModelStream {
     this.owner.held.set(typeUrl, held);
     if (typeUrl !== CLUSTER) return;
     const wanted = this.owner.holds(CLUSTER).filter(EDS).map(nameOf).sort();
-    const subscribe = wanted.filter((name) => !this.#edsNames.includes(name));
-    const unsubscribe = this.#edsNames.filter((name) => !wanted.includes(name));
-    this.#edsNames = wanted;
+    const subscribe = wanted.filter((name) => !this.edsNames.includes(name));
+    const unsubscribe = this.edsNames.filter((name) => !wanted.includes(name));
+    this.edsNames = wanted;
     if (subscribe.length === 0 && unsubscribe.length === 0) return;
     // What it no longer asks for it drops itself, as Envoy does.
     const endpoints = this.owner.held.get(ENDPOINT);

@@ -6,9 +6,12 @@ import { decodeResponse, type DecodedResponse } from '../../src/xds/decode.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 import { encodeRequest } from '../../src/xds/xds-request.js';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
-import { AdsStream } from '../support/ads-client.js';
+import type { AdsStream } from '../support/ads-client.js';
+import { envoyHandshake, type Handshake } from '../support/envoy-handshake.js';
 import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { BACKEND, envoyDataplane, getSession, namesOf, sessionIn, settle } from '../xds/fixtures.js';
+import { budget } from '../support/budget.js';
 
 /**
  * kuma#2171 (DESIGN §1): on disconnect Kuma wrote an empty snapshot as a placeholder; the
@@ -37,9 +40,9 @@ const CLUSTERS = ['backend', 'localhost:9002'];
 const LISTENERS = ['inbound:127.0.0.1:10002', 'outbound:127.0.0.1:20001'];
 
 let harness: Harness | undefined;
-const streams: AdsStream[] = [];
+const streams = new OpenStreams();
 afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.close();
+  streams.closeAll();
   await harness?.stop();
   harness = undefined;
 });
@@ -51,30 +54,10 @@ async function start(instanceId = 'test'): Promise<Harness> {
   return started;
 }
 
-interface Held {
-  readonly clusters: DecodedResponse;
-  readonly endpoints: DecodedResponse;
-  readonly listeners: DecodedResponse;
-}
-
-/**
- * Connects as Envoy does over ADS: wildcard CDS carrying the node, EDS for its EDS clusters,
- * wildcard LDS, each ACKed. `held` is what it kept from a previous stream, sent as Envoy
- * does on reconnect; without it, it asks as a freshly started Envoy.
- */
-async function envoyConnect(target: Harness, held?: Held): Promise<{ stream: AdsStream } & Held> {
-  const stream = AdsStream.open(target.xds);
-  streams.push(stream);
-  stream.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: held?.clusters.versionInfo ?? '' });
-  const clusters = await stream.nextResponse();
-  stream.ack(clusters);
-  stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
-  const endpoints = await stream.nextResponse();
-  stream.ack(endpoints, ['backend']);
-  stream.send({ typeUrl: LISTENER });
-  const listeners = await stream.nextResponse();
-  stream.ack(listeners);
-  return { stream, clusters, endpoints, listeners };
+/** Connects as a freshly started Envoy does over ADS (`envoyHandshake`) to `target`. */
+async function envoyConnect(target: Harness): Promise<{ stream: AdsStream } & Handshake> {
+  const stream = streams.sotw({ address: target.xds });
+  return { stream, ...(await envoyHandshake(stream, NODE)) };
 }
 
 /** I1 on the wire: no LDS or CDS response on any stream ever held less than the node's configuration. */
@@ -136,8 +119,7 @@ describe('kuma#2171: a node reconnecting to the same instance is first sent its 
     await sessionIn(h.cp, NODE, 'disconnected');
     h.watchdog.next();
 
-    const stream = AdsStream.open(h.xds);
-    streams.push(stream);
+    const stream = streams.sotw({ address: h.xds });
     stream.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: first.clusters.versionInfo });
     stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'], versionInfo: first.endpoints.versionInfo });
     stream.send({ typeUrl: LISTENER, versionInfo: first.listeners.versionInfo });
@@ -246,9 +228,9 @@ describe('kuma#2171 and I3: the sessions of churning nodes are evicted and leave
     h.clock.increment(10_000);
     expect(h.cp.listSessions()).toHaveLength(0);
     // The sessions' records for the fleet's view go with the next save (every second).
-    await vi.waitFor(async () => expect(await log.sessionRecords.list(60_000)).toHaveLength(0), { timeout: 5_000, interval: 100 });
+    await vi.waitFor(async () => expect(await log.sessionRecords.list(60_000)).toHaveLength(0), { timeout: budget(5_000), interval: 100 });
     await collect();
     // Nothing holds a snapshot of an evicted session (I3).
     expect(served.refs.filter((ref) => ref.deref() !== undefined)).toHaveLength(0);
-  }, 120_000);
+  }, budget(120_000));
 });

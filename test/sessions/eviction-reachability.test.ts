@@ -2,9 +2,10 @@ import { status } from '@grpc/grpc-js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SessionRegistry } from '../../src/sessions/index.js';
 import { CLUSTER, type SessionGateway } from '../../src/xds/index.js';
-import { AdsStream, DeltaStream } from '../support/ads-client.js';
+import type { AdsStream, DeltaStream } from '../support/ads-client.js';
 import { collectGarbage } from '../support/garbage-collection.js';
 import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { eventually } from '../support/traffic.js';
 import { sessionIn } from '../xds/fixtures.js';
 
@@ -26,7 +27,7 @@ let harness: Harness;
 let registry: SessionRegistry;
 /** The sink of every stream handed to the sessions. */
 let sinks: Map<string, Watched[]>;
-const streams: Array<AdsStream | DeltaStream> = [];
+const streams = new OpenStreams(() => harness.xds);
 
 beforeEach(async () => {
   sinks = new Map();
@@ -51,19 +52,14 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.close();
+  streams.closeAll();
   await harness.stop();
 });
 
-function open(protocol: 'sotw' | 'delta'): AdsStream | DeltaStream {
-  const stream = protocol === 'sotw' ? AdsStream.open(harness.xds) : DeltaStream.open(harness.xds);
-  streams.push(stream);
-  return stream;
-}
 
 /** A stream for `node`, served its first response. */
 async function served(node: string, protocol: 'sotw' | 'delta' = 'sotw'): Promise<AdsStream | DeltaStream> {
-  const stream = open(protocol);
+  const stream = streams.open(protocol);
   stream.send({ typeUrl: CLUSTER, nodeId: node });
   await stream.nextResponse(1);
   return stream;
@@ -115,7 +111,7 @@ describe('I3: an evicted session leaves nothing reachable', () => {
     expect((await deleted.ending()).code).toBe(status.NOT_FOUND);
 
     // Connected before its Dataplane exists: waiting, never served, then gone.
-    const early = open('sotw');
+    const early = streams.open('sotw');
     early.send({ typeUrl: CLUSTER, nodeId: 'default.early-1' });
     await sessionIn(harness.cp, 'default.early-1', 'awaiting-snapshot');
     evicted.push(...watch('default.early-1'));

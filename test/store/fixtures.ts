@@ -1,5 +1,5 @@
 import { keyOf, type ApiToken, type Dataplane, type Mesh, type Resource, type ResourceKey, type SigningKey, type Valid } from '../../src/mesh/resources.js';
-import { asResourceVersion, asSeq, type Author, type ResourceEvent } from '../../src/store/types.js';
+import { asResourceVersion, asSeq, type Author, type ResourceEvent, type ResourceStore } from '../../src/store/types.js';
 
 export const author: Author = { instance: 'test' };
 
@@ -45,3 +45,26 @@ export function upserted(seq: number, resource: Valid<Resource>, version = 1): R
 export function deleted(seq: number, key: ResourceKey, version = 2): ResourceEvent {
   return { seq: asSeq(seq), key, version: asResourceVersion(version), at, by: author, kind: 'deleted' };
 }
+
+/** Writes the restart tests' history (`RESTART_HISTORY`) through `store`, the Mesh by caller alice. */
+export async function writeRestartHistory(store: ResourceStore): Promise<void> {
+  await store.put(mesh('payments'), { caller: 'alice' });
+  await store.put(dataplane('payments', 'a'));
+  await store.put(dataplane('payments', 'a', 20001), { expected: asResourceVersion(1) });
+  await store.put(dataplane('payments', 'b'));
+  await store.delete(dataplaneKey('payments', 'b'));
+}
+
+/**
+ * The events of the history the restart tests write at each layer (the store, the HTTP API of
+ * `chancery run`), after Mesh default: Mesh payments; its dataplane a created, then changed; b
+ * created, then deleted. Each as `[seq, kind, name, version]`.
+ */
+export const RESTART_HISTORY = [
+  [1, 'upserted', 'default', 1],
+  [2, 'upserted', 'payments', 1],
+  [3, 'upserted', 'a', 1],
+  [4, 'upserted', 'a', 2],
+  [5, 'upserted', 'b', 1],
+  [6, 'deleted', 'b', 2],
+] as const;

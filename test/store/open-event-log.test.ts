@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { NEVER } from 'rxjs';
@@ -10,7 +9,8 @@ import { MemoryEventLog } from '../../src/store/memory-event-log.js';
 import { openEventLog, parseStoreSpec } from '../../src/store/open-event-log.js';
 import { createResourceStore } from '../../src/store/resource-store.js';
 import { asSeq, type EventLog, type ResourceStore } from '../../src/store/types.js';
-import { dataplane, dataplaneKey, mesh, meshKey } from './fixtures.js';
+import { freePort } from '../support/ports.js';
+import { dataplaneKey, mesh, meshKey, writeRestartHistory } from './fixtures.js';
 
 describe('parseStoreSpec', () => {
   it('reads memory, PGlite in a directory or in memory, and Postgres URLs', () => {
@@ -50,7 +50,7 @@ describe('openEventLog', () => {
   });
 
   it('rejects with StoreUnavailableError, keeping the cause, when Postgres cannot be reached', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const attempt = openEventLog(`postgres://postgres@127.0.0.1:${port}/chancery`, { instance: 'cp-1' });
     await expect(attempt).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(attempt).rejects.toMatchObject({ cause: { code: 'ECONNREFUSED' } });
@@ -80,11 +80,7 @@ describe('openEventLog', () => {
       const first = await openEventLog(spec, { instance: 'cp-1' });
       expect(existsSync(dir)).toBe(true);
       const writer = await startedStore(first, 'cp-1');
-      await writer.put(mesh('payments'), { caller: 'alice' });
-      await writer.put(dataplane('payments', 'a'));
-      await writer.put(dataplane('payments', 'a', 20001));
-      await writer.put(dataplane('payments', 'b'));
-      await writer.delete(dataplaneKey('payments', 'b'));
+      await writeRestartHistory(writer);
       const before = writer.projection;
       const history = await first.readAfter(asSeq(0), 100);
       await writer.close();
@@ -109,14 +105,3 @@ describe('openEventLog', () => {
   });
 });
 
-/** A port nothing listens on: bound by the OS, then released. */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}

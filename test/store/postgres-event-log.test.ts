@@ -4,10 +4,10 @@ import { StoreSchemaTooNewError, VersionConflictError } from '../../src/store/er
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openEventLog } from '../../src/store/open-event-log.js';
 import { createResourceStore } from '../../src/store/resource-store.js';
-import { asResourceVersion, asSeq, type EventLog, type ResourceStore } from '../../src/store/types.js';
+import { asSeq, type EventLog, type ResourceStore } from '../../src/store/types.js';
 import { eventLogContract } from './event-log-contract.js';
 import { sessionRecordsContract } from './session-records-contract.js';
-import { dataplane, dataplaneKey, mesh, meshKey } from './fixtures.js';
+import { dataplane, dataplaneKey, meshKey, RESTART_HISTORY, writeRestartHistory } from './fixtures.js';
 import { sql, startTestPostgres, type TestPostgres } from './test-postgres.js';
 
 let postgres: TestPostgres;
@@ -75,11 +75,7 @@ describe('SqlEventLog on Postgres', () => {
     const firstLog = await openEventLog(database, { instance: 'cp-1' });
     const first = createResourceStore(firstLog, { instance: 'cp-1', resync: NEVER });
     await first.start();
-    await first.put(mesh('payments'), { caller: 'alice' });
-    await first.put(dataplane('payments', 'a'));
-    await first.put(dataplane('payments', 'a', 20001), { expected: asResourceVersion(1) });
-    await first.put(dataplane('payments', 'b'));
-    await first.delete(dataplaneKey('payments', 'b'));
+    await writeRestartHistory(first);
     const before = first.projection;
     const history = await firstLog.readAfter(asSeq(0), 100);
     await first.close();
@@ -92,14 +88,7 @@ describe('SqlEventLog on Postgres', () => {
     expect(second.get(dataplaneKey('payments', 'a'))).toEqual(before.meshes.get('payments')?.dataplanes.get('a'));
     expect(second.get(dataplaneKey('payments', 'b'))).toBeUndefined();
     expect(await secondLog.readAfter(asSeq(0), 100)).toEqual(history);
-    expect(history.map((event) => [event.seq, event.kind, event.key.name, event.version])).toEqual([
-      [1, 'upserted', 'default', 1],
-      [2, 'upserted', 'payments', 1],
-      [3, 'upserted', 'a', 1],
-      [4, 'upserted', 'a', 2],
-      [5, 'upserted', 'b', 1],
-      [6, 'deleted', 'b', 2],
-    ]);
+    expect(history.map((event) => [event.seq, event.kind, event.key.name, event.version])).toEqual(RESTART_HISTORY);
     expect(history[1]!.by).toEqual({ instance: 'cp-1', caller: 'alice' });
   });
 

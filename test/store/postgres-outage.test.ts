@@ -4,19 +4,19 @@ import { StoreUnavailableError } from '../../src/store/errors.js';
 import { openEventLog } from '../../src/store/open-event-log.js';
 import { createResourceStore } from '../../src/store/resource-store.js';
 import type { EventLog, ResourceStore } from '../../src/store/types.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { dataplane, dataplaneKey, mesh, meshKey } from './fixtures.js';
-import { startSwitchableProxy, type SwitchableProxy } from './switchable-proxy.js';
 import { startTestPostgres, withAddress, type TestPostgres } from './test-postgres.js';
 
 let postgres: TestPostgres;
-let proxy: SwitchableProxy;
+let proxy: TcpProxy;
 let url: string;
 const closables: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
   postgres = await startTestPostgres();
   url = await postgres.newDatabase();
-  proxy = await startSwitchableProxy(postgres.address);
+  proxy = await startTcpProxy([postgres.address]);
 });
 
 afterAll(async () => {

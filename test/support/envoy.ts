@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { budget } from './budget.js';
 import { installedTool } from './installed-tool.js';
 import { pause } from './traffic.js';
 
@@ -74,7 +75,8 @@ export class EnvoyProcess {
     let exitCode: number | null | undefined;
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve((exitCode = code))));
     // Envoy writes the admin address once its admin listener is bound.
-    for (let attempt = 0; ; attempt++) {
+    const deadline = Date.now() + budget(15_000);
+    for (;;) {
       if (exitCode !== undefined) throw new Error(`Envoy ${name} exited (${exitCode}) before its admin listener was up:\n${output.join('\n')}`);
       const address = readIfPresent(adminPath);
       if (address !== undefined && address !== '') {
@@ -82,7 +84,7 @@ export class EnvoyProcess {
         running.add(envoy);
         return envoy;
       }
-      if (attempt > 300) throw new Error(`Envoy ${name} wrote no admin address within 15 s:\n${output.join('\n')}`);
+      if (Date.now() > deadline) throw new Error(`Envoy ${name} wrote no admin address within ${budget(15_000)} ms:\n${output.join('\n')}`);
       await pause(50);
     }
   }
@@ -125,7 +127,7 @@ export class EnvoyProcess {
   }
 
   /** Re-checks `condition` every 50 ms until it holds; fails after `timeoutMs` naming `what`, with Envoy's log. */
-  async waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  async waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = budget(20_000)): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!(await condition())) {
       if (Date.now() > deadline) throw new Error(`Envoy ${this.name}: no ${what} within ${timeoutMs} ms; its log ends:\n${this.output()}`);
@@ -146,7 +148,7 @@ export class EnvoyProcess {
   }
 
   async #get(route: string): Promise<string> {
-    const response = await fetch(`${this.admin}${route}`, { signal: AbortSignal.timeout(5_000) });
+    const response = await fetch(`${this.admin}${route}`, { signal: AbortSignal.timeout(budget(5_000)) });
     if (!response.ok) throw new Error(`Envoy ${this.name} admin ${route} answered ${response.status}`);
     return response.text();
   }

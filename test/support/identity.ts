@@ -1,12 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { status } from '@grpc/grpc-js';
 import { createCertificateAuthority, issueCertificate } from '../../src/identity/index.js';
-import { testPython } from './python.js';
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
+import { RpcFailed, startEchoProcess, type ClientEnvironment, type ClientXdsView, type ProxylessKind } from './real-clients/echo-process.js';
 
 /** A development CA, a certificate it signed for localhost and 127.0.0.1, and a CA that signed nothing here. */
 export interface TlsFixture {
@@ -52,7 +48,7 @@ export function tlsFixture(): TlsFixture {
 /** What one real proxyless client process reported: the backend that served its RPC, or the RPC's failure. */
 export type ClientOutcome = { readonly servedBy: string } | { readonly error: string };
 
-/** A real proxyless gRPC client in a process of its own, configured only through its environment, as users run it. */
+/** A real proxyless gRPC client in a process of its own making one RPC, configured only through its environment, as users run it. */
 export interface ClientProcess {
   readonly outcome: Promise<ClientOutcome>;
   /** What the client's own xDS client has logged so far. */
@@ -61,82 +57,22 @@ export interface ClientProcess {
 }
 
 /**
- * A client's own account of its ADS streams, read from the trace gRPC writes with
- * `GRPC_TRACE=xds_client` (both clients: the status each stream ended with, and each response):
- * what it received, as opposed to what Chancery says it sent.
- */
-export interface ClientXdsView {
-  /** How each ADS stream ended, by gRPC status name (`UNAUTHENTICATED`), with its details. */
-  readonly streamEnds: ReadonlyArray<{ readonly code: string; readonly details: string }>;
-  /**
-   * Trace lines only a received response produces: C-core logs "received ADS response" for each;
-   * grpc-js logs each resource it parses, and ACKs or NACKs each response with its nonce.
-   */
-  readonly responses: number;
-}
-
-// C-core: `ADS call status received (xds_channel=…, …): UNAUTHENTICATED: <details>`.
-const CORE_STREAM_END = /ADS call status received \([^)]*\): ([A-Z_]+)(?:: (.*))?$/;
-const CORE_RESPONSE = /received ADS response:/;
-// grpc-js-xds: `ADS stream ended. code=16 details= <details>`.
-const GRPC_JS_STREAM_END = /ADS stream ended\. code=(\d+) details= ?(.*)$/;
-const GRPC_JS_RESPONSE = /"response_nonce": "[^"]+"|Parsed resource of type|Failed to parse resource|ADS response field parsing failed|Type state not found/;
-
-/** Reads one line of a client's xDS trace into `view`. */
-function readTraceLine(kind: 'grpc-js' | 'python', line: string, view: { streamEnds: Array<{ code: string; details: string }>; responses: number }): void {
-  if (kind === 'python') {
-    const end = CORE_STREAM_END.exec(line);
-    if (end) view.streamEnds.push({ code: end[1]!, details: end[2] ?? '' });
-    if (CORE_RESPONSE.test(line)) view.responses++;
-    return;
-  }
-  const end = GRPC_JS_STREAM_END.exec(line);
-  if (end) view.streamEnds.push({ code: status[Number(end[1])] ?? end[1]!, details: end[2] ?? '' });
-  if (GRPC_JS_RESPONSE.test(line)) view.responses++;
-}
-
-export interface ClientEnvironment {
-  readonly GRPC_XDS_BOOTSTRAP: string;
-  readonly GOOGLE_APPLICATION_CREDENTIALS?: string;
-  readonly GRPC_DEFAULT_SSL_ROOTS_FILE_PATH?: string;
-}
-
-/**
  * grpc-js-xds or Python's gRPC C-core calling `xds:///<service>` once, with `deadlineMs`, in a
- * child process: gRPC reads these variables once per process, so each client needs its own.
+ * child process; killing it before it answers makes the outcome that error.
  */
-export function startClientProcess(kind: 'grpc-js' | 'python', service: string, env: ClientEnvironment, deadlineMs: number): ClientProcess {
-  const [command, args] =
-    kind === 'grpc-js'
-      ? [process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/fixtures/xds-echo-once.ts'), service, String(deadlineMs)]]
-      : [testPython(), [path.join(ROOT, 'test/fixtures/xds_echo_once.py'), service, String(deadlineMs)]];
-  const child = spawn(command, args, {
-    cwd: ROOT,
-    // The clients' own xDS trace (to stderr): how their ADS streams ended and what they received.
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, GRPC_TRACE: 'xds_client', GRPC_VERBOSITY: 'DEBUG', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  const view = { streamEnds: [] as Array<{ code: string; details: string }>, responses: 0 };
-  let partial = '';
-  child.stderr.on('data', (chunk: Buffer) => {
-    const text = chunk.toString();
-    stderr = (stderr + text).slice(-4000);
-    const lines = (partial + text).split('\n');
-    partial = lines.pop()!;
-    for (const line of lines) readTraceLine(kind, line, view);
-  });
-  const outcome = new Promise<ClientOutcome>((resolve, reject) => {
-    child.once('exit', (code, signal) => {
-      const line = stdout.split('\n').find((text) => text.startsWith('{'));
-      if (line !== undefined) resolve(JSON.parse(line) as ClientOutcome);
-      else if (signal !== null) resolve({ error: `killed by ${signal}` });
-      else reject(new Error(`${kind} client exited ${code} without an outcome:\n${stderr}`));
-    });
-  });
-  return { outcome, xds: () => ({ streamEnds: [...view.streamEnds], responses: view.responses }), kill: () => child.kill('SIGKILL') };
+export function startClientProcess(kind: ProxylessKind, service: string, env: ClientEnvironment, deadlineMs: number): ClientProcess {
+  const client = startEchoProcess(kind, service, env);
+  const outcome = client.echo(deadlineMs).then(
+    ({ servedBy }): ClientOutcome => ({ servedBy }),
+    async (error: Error): Promise<ClientOutcome> => {
+      if (error instanceof RpcFailed) return { error: error.message };
+      const { signal } = await client.exited;
+      if (signal !== null) return { error: `killed by ${signal}` };
+      throw error;
+    },
+  );
+  void outcome.finally(() => client.kill()).catch(() => undefined);
+  return { outcome, xds: () => client.xds(), kill: () => client.kill() };
 }
 
 /** The total of `chancery_xds_pushes_total`: every response the control plane wrote. */

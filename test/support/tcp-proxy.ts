@@ -3,7 +3,8 @@ import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 /**
  * A real TCP proxy on 127.0.0.1 in front of one or more targets, chosen round robin per
  * accepted connection: what an ordinary TCP load balancer in front of Chancery does. Tests
- * use it to break connections on demand (`cutAll`) and to count how often clients came back.
+ * use it to break connections on demand (`cutAll`), to make a target vanish and come back at
+ * the same address (`switchOff`, `switchOn`), and to count how often clients came back.
  */
 export interface TcpProxy {
   /** `127.0.0.1:<port>`: point clients here. */
@@ -19,6 +20,9 @@ export interface TcpProxy {
   readonly perTarget: readonly number[];
   /** Destroys every open client and upstream socket at once; the listener keeps accepting. */
   cutAll(): void;
+  /** Cuts every connection, and each new one as soon as it is accepted (not counted), until `switchOn`. */
+  switchOff(): void;
+  switchOn(): void;
   /** New connections go to these targets from now on (a scale-out or a removal); open ones stay. */
   setTargets(targets: readonly string[]): void;
   /** Stops accepting, cuts everything, and resolves once the listener is closed. */
@@ -35,6 +39,7 @@ export async function startTcpProxy(targets: readonly string[]): Promise<TcpProx
   let open = 0;
   let cuts = 0;
   let next = 0;
+  let on = true;
 
   const track = (socket: Socket) => {
     sockets.add(socket);
@@ -42,6 +47,10 @@ export async function startTcpProxy(targets: readonly string[]): Promise<TcpProx
   };
 
   const server = createServer((client) => {
+    if (!on) {
+      client.destroy();
+      return;
+    }
     const index = next % upstreams.length;
     next = (index + 1) % upstreams.length;
     const target = upstreams[index]!;
@@ -96,6 +105,13 @@ export async function startTcpProxy(targets: readonly string[]): Promise<TcpProx
     cutAll() {
       cuts += 1;
       destroyAll();
+    },
+    switchOff() {
+      on = false;
+      destroyAll();
+    },
+    switchOn() {
+      on = true;
     },
     setTargets(replacement) {
       if (replacement.length === 0) throw new Error('a TCP proxy needs at least one target');

@@ -1,3 +1,4 @@
+import { budget, SLOWDOWN } from './budget.js';
 import type { EchoReply } from './echo-backend.js';
 
 /** Anything that makes one call and says who served it: a gRPC echo client, an HTTP client through Envoy. */
@@ -5,14 +6,15 @@ export interface Caller {
   echo(deadlineMs: number): Promise<EchoReply>;
 }
 
-/** Every RPC's deadline: long enough for a first call that waits for xDS resolution. */
-export const RPC_DEADLINE_MS = 10_000;
+/** Every RPC's deadline: long enough for a first call that waits for xDS resolution, on this machine. */
+export const RPC_DEADLINE_MS = budget(10_000);
 
 /**
  * How long `Traffic.during` waits by default: longer than any disruption a test runs calls
- * through (the failover test cuts for at most about 30 s), shorter than vitest's 60 s test timeout.
+ * through (the failover test cuts for at most about 30 s), shorter than vitest's 60 s test
+ * timeout; both scale alike on a slow machine.
  */
-export const DURING_MS = 45_000;
+export const DURING_MS = budget(45_000);
 
 export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -20,6 +22,8 @@ export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 export class Traffic {
   readonly servedBy: string[] = [];
   readonly failures: string[] = [];
+  /** Every call's outcome in the order they completed: who served it, or `failed`. */
+  readonly #outcomes: string[] = [];
 
   constructor(readonly client: Caller) {}
 
@@ -32,9 +36,11 @@ export class Traffic {
     try {
       const reply = await this.client.echo(RPC_DEADLINE_MS);
       this.servedBy.push(reply.servedBy);
+      this.#outcomes.push(reply.servedBy);
       return reply;
     } catch (error) {
       this.failures.push(String(error));
+      this.#outcomes.push('failed');
       return undefined;
     }
   }
@@ -46,21 +52,27 @@ export class Traffic {
     return served;
   }
 
-  /** Makes RPCs until `condition` holds on the last `window` results, at most `attempts` RPCs, `pauseMs` apart. */
+  /**
+   * Makes RPCs until `condition` holds on the last `window` outcomes since it started, at most
+   * `attempts` RPCs (more on a slow machine), `pauseMs` apart. The outcomes are every call's,
+   * its own and those made meanwhile by `during`: round robin over two callers taking turns
+   * would give each of them only every other backend.
+   */
   async until(
     what: string,
     condition: (recent: string[]) => boolean,
     { attempts = 300, window = 1, pauseMs = 0 } = {},
   ): Promise<void> {
-    const recent: string[] = [];
-    for (let attempt = 0; attempt < attempts; attempt++) {
-      recent.push((await this.call())?.servedBy ?? 'failed');
-      if (recent.length > window) recent.shift();
+    const from = this.#outcomes.length;
+    const most = Math.ceil(attempts * SLOWDOWN);
+    for (let attempt = 0; attempt < most; attempt++) {
+      await this.call();
+      const recent = this.#outcomes.slice(Math.max(from, this.#outcomes.length - window));
       if (recent.length === window && condition(recent)) return;
       // Spreads a bounded number of RPCs over a wait that is the client's or the network's.
       if (pauseMs > 0) await pause(pauseMs);
     }
-    throw new Error(`no ${what} after ${attempts} RPCs; failures: ${this.failures.slice(0, 3).join(' | ') || 'none'}`);
+    throw new Error(`no ${what} after ${most} RPCs; failures: ${this.failures.slice(0, 3).join(' | ') || 'none'}`);
   }
 
   /**
@@ -90,11 +102,16 @@ export function tally(served: readonly string[]): Record<string, number> {
   return counts;
 }
 
-/** Re-checks a condition (perhaps a request to a server) every `every` ms, at most `attempts` times. */
+/**
+ * Re-checks a condition (perhaps a request to a server) every `every` ms, at most `attempts`
+ * times on a quiet machine, more on a slow one (`SLOWDOWN`): for what only polling can see,
+ * such as another process's state.
+ */
 export async function eventually(what: string, condition: () => boolean | Promise<boolean>, { attempts = 500, every = 10 } = {}): Promise<void> {
-  for (let attempt = 0; attempt < attempts; attempt++) {
+  const most = Math.ceil(attempts * SLOWDOWN);
+  for (let attempt = 0; attempt < most; attempt++) {
     if (await condition()) return;
     await pause(every);
   }
-  throw new Error(`no ${what} after ${attempts} checks`);
+  throw new Error(`no ${what} after ${most} checks`);
 }

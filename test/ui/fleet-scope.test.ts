@@ -2,8 +2,9 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
-import { AdsStream } from '../support/ads-client.js';
+import type { AdsStream } from '../support/ads-client.js';
 import { type FleetInstance, startFleetInstance } from '../support/fleet-instance.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { BACKEND, envoyDataplane } from '../xds/fixtures.js';
 import { ARTIFACTS, connectEnvoy, launchBrowser, NACK_MESSAGE, sessionRow, visit as visitApi } from './ui-support.js';
 
@@ -18,7 +19,9 @@ let browser: Browser;
 let page: Page;
 let a: FleetInstance;
 let b: FleetInstance;
-const streams: AdsStream[] = [];
+const streams = new OpenStreams();
+/** web-1's stream to cp-a, served before each test. */
+let web: AdsStream;
 
 beforeAll(async () => {
   browser = await launchBrowser();
@@ -35,7 +38,7 @@ beforeEach(async () => {
   await a.cp.apply(envoyDataplane('web-1'));
   await a.cp.apply(envoyDataplane('web-2'));
   await a.cp.apply(envoyDataplane('web-3', { inbound: [{ port: 10003, service: 'web' }] }));
-  await connectEnvoy(open(a), a.cp, 'default.web-1', { endpoints: true });
+  web = await connectEnvoy(open(a), a.cp, 'default.web-1', { endpoints: true });
   await connectEnvoy(open(a), a.cp, 'default.backend-1', { endpoints: false });
   await connectEnvoy(open(b), b.cp, 'default.web-2', { endpoints: true });
   await connectEnvoy(open(b), b.cp, 'default.web-3', { endpoints: true, nack: NACK_MESSAGE });
@@ -44,16 +47,12 @@ beforeEach(async () => {
 });
 afterEach(async () => {
   await page.close();
-  for (const stream of streams.splice(0)) stream.close();
+  streams.closeAll();
   await a.cp.stop();
   await b.cp.stop();
 });
 
-function open(target: FleetInstance): AdsStream {
-  const stream = AdsStream.open(target.cp.addresses.xds);
-  streams.push(stream);
-  return stream;
-}
+const open = (target: FleetInstance): AdsStream => streams.sotw({ address: target.cp.addresses.xds });
 
 const visit = (hash: string) => visitApi(page, a.cp.addresses.api!, hash);
 const row = (node: string, instance: string) => sessionRow(page, node).and(page.locator(`[data-instance="${instance}"]`));
@@ -96,7 +95,7 @@ describe('the fleet page, scoped to this instance or the whole fleet', () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'fleet-scope.png'), fullPage: true });
 
     // This instance's rows still follow its live feed.
-    streams[0]!.close();
+    web.close();
     await sessionRow(page, 'default.web-1', 'disconnected').waitFor();
   });
 

@@ -2,8 +2,9 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiToken } from '../../src/identity/index.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import type { AdsStream } from '../support/ads-client.js';
 import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { launchBrowser, sessionRow, visit } from './ui-support.js';
 
 /**
@@ -15,7 +16,7 @@ let browser: Browser;
 let harness: Harness;
 let page: Page;
 let reader: string;
-const streams: AdsStream[] = [];
+const streams = new OpenStreams(() => harness.xds);
 
 beforeAll(async () => {
   browser = await launchBrowser();
@@ -28,22 +29,22 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await page.close();
-  for (const stream of streams) stream.close();
+  streams.closeAll();
   await harness.stop();
   await browser.close();
 });
 
-function open(node: string): AdsStream {
-  const stream = AdsStream.open(harness.xds);
-  streams.push(stream);
+/** A stream whose first request names `node`. */
+function streamOf(node: string): AdsStream {
+  const stream = streams.sotw();
   stream.send({ typeUrl: CLUSTER, nodeId: node });
   return stream;
 }
 
 describe('the UI of a Chancery that asks for API tokens', () => {
   it('asks for a token once, then lists the sessions live and the refused streams with their reasons', async () => {
-    await open('default.open-1').nextResponse();
-    await open('secure.backend-1').ending();
+    await streamOf('default.open-1').nextResponse();
+    await streamOf('secure.backend-1').ending();
     const asked: string[] = [];
     page.on('dialog', (dialog) => {
       asked.push(dialog.message());
@@ -59,7 +60,7 @@ describe('the UI of a Chancery that asks for API tokens', () => {
 
     // The live feed, opened with the token, brings a new session without a reload.
     await harness.cp.apply(backendDataplane('open-2', 10003));
-    open('default.open-2');
+    streamOf('default.open-2');
     await sessionRow(page, 'default.open-2', 'serving').waitFor();
     expect(asked).toHaveLength(1);
   });

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import type { ControlPlane } from '../../src/index.js';
 import type { SessionView } from '../../src/machines/session-view.js';
-import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
 import type { AdsStream } from '../support/ads-client.js';
+import { envoyHandshake } from '../support/envoy-handshake.js';
 
 /** Screenshots for a person to look at; git ignores the folder. */
 export const ARTIFACTS = path.resolve(import.meta.dirname, '../artifacts');
@@ -33,25 +33,13 @@ export function sessionRow(page: Page, node: string, state?: string): Locator {
 }
 
 /**
- * Subscribes on `stream` like Envoy (CDS, EDS for `backend` when it calls it, LDS), ACKing CDS
- * and EDS; LDS is ACKed, or NACKed with `nack` (then it resolves once `cp`'s session has
+ * Subscribes on `stream` like Envoy (CDS, EDS for its EDS clusters when `endpoints`, LDS), ACKing
+ * CDS and EDS; LDS is ACKed, or NACKed with `nack` (then it resolves once `cp`'s session has
  * recorded the NACK).
  */
 export async function connectEnvoy(stream: AdsStream, cp: ControlPlane, node: string, options: { endpoints: boolean; nack?: string }): Promise<AdsStream> {
-  stream.send({ typeUrl: CLUSTER, nodeId: node });
-  stream.ack(await stream.nextResponse());
-  if (options.endpoints) {
-    stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
-    stream.ack(await stream.nextResponse(), ['backend']);
-  }
-  stream.send({ typeUrl: LISTENER });
-  const listeners = await stream.nextResponse();
-  if (options.nack === undefined) {
-    stream.ack(listeners);
-    return stream;
-  }
-  const recorded = nackRecorded(cp, node);
-  stream.send({ typeUrl: LISTENER, versionInfo: '', responseNonce: listeners.nonce, errorDetail: { code: 3, message: options.nack } });
+  const recorded = options.nack === undefined ? undefined : nackRecorded(cp, node);
+  await envoyHandshake(stream, node, { endpoints: options.endpoints, ...(options.nack !== undefined && { nackListeners: options.nack }) });
   await recorded;
   return stream;
 }

@@ -3,15 +3,16 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CLUSTER } from '../../src/xds/type-urls.js';
-import { AdsStream, DeltaStream } from '../support/ads-client.js';
-import { startHarness, type Harness } from '../support/harness.js';
+import type { AdsStream } from '../support/ads-client.js';
+import { harnessFor } from '../support/harness-for.js';
 import { BACKEND, envoyDataplane, sessionIn } from '../xds/fixtures.js';
 import { ARTIFACTS, connectEnvoy, launchBrowser, NACK_MESSAGE, sessionRow, visit as visitApi } from './ui-support.js';
 
 let browser: Browser;
-let harness: Harness;
 let page: Page;
-const streams: Array<AdsStream | DeltaStream> = [];
+/** The streams of web-1 and backend-1, served before each test. */
+let web: AdsStream;
+let backend: AdsStream;
 
 beforeAll(async () => {
   browser = await launchBrowser();
@@ -20,31 +21,20 @@ afterAll(async () => {
   await browser.close();
 });
 
+const harness = harnessFor({ resources: [BACKEND, envoyDataplane('web-1'), envoyDataplane('web-2', { inbound: [{ port: 10003, service: 'web' }] })] });
 beforeEach(async () => {
-  harness = await startHarness();
-  await harness.cp.apply(BACKEND);
-  await harness.cp.apply(envoyDataplane('web-1'));
-  await harness.cp.apply(envoyDataplane('web-2', { inbound: [{ port: 10003, service: 'web' }] }));
-  await connectEnvoy(open(), harness.cp, 'default.web-1', { endpoints: true });
-  await connectEnvoy(open(), harness.cp, 'default.web-2', { endpoints: true, nack: NACK_MESSAGE });
-  await connectEnvoy(open(), harness.cp, 'default.backend-1', { endpoints: false });
+  web = await connectEnvoy(harness.streams.sotw(), harness.cp, 'default.web-1', { endpoints: true });
+  await connectEnvoy(harness.streams.sotw(), harness.cp, 'default.web-2', { endpoints: true, nack: NACK_MESSAGE });
+  backend = await connectEnvoy(harness.streams.sotw(), harness.cp, 'default.backend-1', { endpoints: false });
   // No Dataplane: it waits in awaiting-snapshot.
-  const waiting = open();
+  const waiting = harness.streams.sotw();
   waiting.send({ typeUrl: CLUSTER, nodeId: 'default.ghost-1' });
   await sessionIn(harness.cp, 'default.ghost-1', 'awaiting-snapshot');
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
 });
 afterEach(async () => {
   await page.close();
-  for (const stream of streams.splice(0)) stream.close();
-  await harness.stop();
 });
-
-function open(): AdsStream {
-  const stream = AdsStream.open(harness.xds);
-  streams.push(stream);
-  return stream;
-}
 
 const visit = (hash: string) => visitApi(page, harness.api, hash);
 const row = (node: string, state?: string) => sessionRow(page, node, state);
@@ -93,7 +83,6 @@ describe('the fleet page', () => {
     const navigations: string[] = [];
     page.on('framenavigated', (frame) => navigations.push(frame.url()));
 
-    const backend = streams[2]!;
     backend.close();
     await row('default.backend-1', 'disconnected').waitFor();
     await page.locator('a.count[data-state="disconnected"] .count-n').filter({ hasText: /^1$/ }).waitFor();
@@ -132,7 +121,7 @@ describe('the node page', () => {
     await visit('#/nodes/default.web-1');
     await page.locator('figure.chart svg g.node.current').waitFor();
 
-    streams[0]!.close();
+    web.close();
     await page.locator('figure.chart svg g.node.current > title').filter({ hasText: /^disconnected$/ }).waitFor({ state: 'attached' });
     // The stream closed while streaming: the edge from the streaming cluster, drawn from its first leaf.
     const latest = await page.locator('figure.chart svg g.edge.latest').evaluateAll((groups) => groups.map((group) => group.id));
@@ -146,8 +135,7 @@ describe('the node page', () => {
   it('shows a Delta node by its protocol, and how many resources it holds though none was sent again', async () => {
     const node = 'default.web-3';
     await harness.cp.apply(envoyDataplane('web-3', { inbound: [{ port: 10004, service: 'web' }] }));
-    const first = DeltaStream.open(harness.xds);
-    streams.push(first);
+    const first = harness.streams.delta();
     first.send({ typeUrl: CLUSTER, nodeId: node });
     const clusters = await first.nextResponse();
     first.ack(clusters);
@@ -155,8 +143,7 @@ describe('the node page', () => {
     first.close();
     await disconnected;
     // It comes back holding every cluster at the current version: the answer carries none.
-    const again = DeltaStream.open(harness.xds);
-    streams.push(again);
+    const again = harness.streams.delta();
     const serving = sessionIn(harness.cp, node, 'serving');
     again.send({ typeUrl: CLUSTER, nodeId: node, initialVersions: Object.fromEntries(clusters.resources.map((r) => [r.name, r.version])) });
     await serving;

@@ -1,39 +1,25 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
-import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import type { AdsStream } from '../support/ads-client.js';
+import { envoyHandshake } from '../support/envoy-handshake.js';
+import { backendDataplane } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 import { BACKEND, envoyDataplane, getSession, namesOf, settle } from './fixtures.js';
 
 const NODE = 'default.web-1';
 
-let harness: Harness;
+const harness = harnessFor({ resources: [BACKEND, envoyDataplane('web-1')] });
 let stream: AdsStream;
-beforeEach(async () => {
-  harness = await startHarness();
-  await harness.cp.apply(BACKEND);
-  await harness.cp.apply(envoyDataplane('web-1'));
-  stream = AdsStream.open(harness.xds);
-});
-afterEach(async () => {
-  stream.close();
-  await harness.stop();
+beforeEach(() => {
+  stream = harness.streams.sotw();
 });
 
-/** Subscribes like Envoy: wildcard CDS, then EDS for its cluster, then wildcard LDS. */
-async function envoyHandshake() {
-  stream.send({ typeUrl: CLUSTER, nodeId: NODE });
-  const clusters = await stream.nextResponse();
-  stream.ack(clusters);
-  stream.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
-  const endpoints = await stream.nextResponse();
-  stream.send({ typeUrl: LISTENER });
-  const listeners = await stream.nextResponse();
-  return { clusters, endpoints, listeners };
-}
+/** Subscribes like Envoy (wildcard CDS, then EDS for its cluster, then wildcard LDS), leaving the endpoints and listeners for the test to answer. */
+const handshake = () => envoyHandshake(stream, NODE, { acks: 'clusters' });
 
 describe('ACK (a request carrying the nonce of the latest response, without error_detail)', () => {
   it('records the ACKed version and nonce per type, visible in GET /sessions/{node}', async () => {
-    const { clusters, endpoints, listeners } = await envoyHandshake();
+    const { clusters, endpoints, listeners } = await handshake();
     stream.ack(endpoints, ['backend']);
     stream.ack(listeners);
     await settle(stream);
@@ -57,7 +43,7 @@ describe('ACK (a request carrying the nonce of the latest response, without erro
   });
 
   it('sends nothing in answer to a plain ACK', async () => {
-    const { endpoints, listeners } = await envoyHandshake();
+    const { endpoints, listeners } = await handshake();
     stream.ack(endpoints, ['backend']);
     stream.ack(listeners);
     stream.ack(listeners);
@@ -67,7 +53,7 @@ describe('ACK (a request carrying the nonce of the latest response, without erro
 
 describe('NACK (detected by error_detail) is recorded and its version is not re-sent', () => {
   async function nackListeners() {
-    const { endpoints, listeners } = await envoyHandshake();
+    const { endpoints, listeners } = await handshake();
     stream.ack(endpoints, ['backend']);
     // Envoy's NACK: its previous good version (none yet), the rejected nonce, and why.
     stream.send({
@@ -120,7 +106,7 @@ describe('NACK (detected by error_detail) is recorded and its version is not re-
 
 describe('only the latest request per type matters', () => {
   it('replaces the subscription with a newer request: changes to the older names send nothing', async () => {
-    const { endpoints } = await envoyHandshake();
+    const { endpoints } = await handshake();
     stream.send({ typeUrl: ENDPOINT, resourceNames: ['web'], versionInfo: endpoints.versionInfo, responseNonce: endpoints.nonce });
     const web = await stream.nextResponse();
     expect(web.typeUrl).toBe(ENDPOINT);
@@ -133,7 +119,7 @@ describe('only the latest request per type matters', () => {
   });
 
   it('does not answer a request with a stale nonce, but keeps its subscription change (envoy#10363)', async () => {
-    const { endpoints } = await envoyHandshake();
+    const { endpoints } = await handshake();
     // The backend gains an endpoint: a newer EDS response supersedes the one the client holds.
     await harness.cp.apply(backendDataplane('backend-2', 10004));
     const newer = await stream.nextResponse(4);

@@ -4,8 +4,10 @@ import { credentials, loadPackageDefinition, type Client, type ServiceError } fr
 import { loadSync } from '@grpc/proto-loader';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
-import { AdsStream, DeltaStream } from '../support/ads-client.js';
+import type { AdsStream } from '../support/ads-client.js';
+import { envoyHandshake } from '../support/envoy-handshake.js';
 import { startHarness, type Harness } from '../support/harness.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { BACKEND, envoyDataplane } from './fixtures.js';
 
 /**
@@ -40,7 +42,9 @@ const Service = (loadPackageDefinition(definition) as any).envoy.service.status.
 
 let harness: Harness;
 let csds: CsdsClient;
-const streams: Array<AdsStream | DeltaStream> = [];
+const streams = new OpenStreams(() => harness.xds);
+/** backend-1's stream, opened before each test. */
+let backendStream: AdsStream;
 const REJECTED = 'listener outbound:127.0.0.1:20001: port is taken';
 
 beforeEach(async () => {
@@ -49,24 +53,15 @@ beforeEach(async () => {
   await harness.cp.apply(envoyDataplane('web-1'));
   csds = new Service(harness.xds, credentials.createInsecure());
   // web-1 ACKs CDS and EDS and NACKs LDS; backend-1 ACKs CDS.
-  const web = AdsStream.open(harness.xds);
-  streams.push(web);
-  web.send({ typeUrl: CLUSTER, nodeId: 'default.web-1' });
-  web.ack(await web.nextResponse());
-  web.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
-  web.ack(await web.nextResponse(), ['backend']);
-  web.send({ typeUrl: LISTENER });
-  const listeners = await web.nextResponse();
-  web.send({ typeUrl: LISTENER, responseNonce: listeners.nonce, errorDetail: { code: 3, message: REJECTED } });
-  const backend = AdsStream.open(harness.xds);
-  streams.push(backend);
+  await envoyHandshake(streams.sotw(), 'default.web-1', { nackListeners: REJECTED });
+  const backend = (backendStream = streams.sotw());
   backend.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
   backend.ack(await backend.nextResponse());
   await until(() => harness.cp.session('default.web-1')?.types['LDS']?.nacked !== undefined && harness.cp.session('default.backend-1')?.types['CDS']?.acked !== undefined);
 });
 
 afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.close();
+  streams.closeAll();
   csds.close();
   await harness.stop();
 });
@@ -106,8 +101,7 @@ describe('the Client Status Discovery Service', () => {
 
   it('tells a Delta node’s versions resource by resource: each as the response that carried it said', async () => {
     await harness.cp.apply(envoyDataplane('web-2', { inbound: [{ port: 10012, servicePort: 9002, service: 'web' }] }));
-    const delta = DeltaStream.open(harness.xds);
-    streams.push(delta);
+    const delta = streams.delta();
     delta.send({ typeUrl: CLUSTER, nodeId: 'default.web-2' });
     const clusters = await delta.nextResponse();
     delta.ack(clusters);
@@ -131,8 +125,7 @@ describe('the Client Status Discovery Service', () => {
 
   it('tells a response the node has not answered yet as STALE and REQUESTED, a later one too after it ACKed an earlier, and a name never sent as NOT_SENT', async () => {
     await harness.cp.apply(envoyDataplane('web-2', { inbound: [{ port: 10012, servicePort: 9012, service: 'web' }] }));
-    const stream = AdsStream.open(harness.xds);
-    streams.push(stream);
+    const stream = streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-2' });
     const first = await stream.nextResponse();
     // EDS for a cluster the node has, and for one that does not exist: only the first can be sent.
@@ -169,8 +162,7 @@ describe('the Client Status Discovery Service', () => {
 
   it('tells a Delta response the node has not answered yet as STALE and REQUESTED', async () => {
     await harness.cp.apply(envoyDataplane('web-2', { inbound: [{ port: 10012, servicePort: 9012, service: 'web' }] }));
-    const delta = DeltaStream.open(harness.xds);
-    streams.push(delta);
+    const delta = streams.delta();
     delta.send({ typeUrl: CLUSTER, nodeId: 'default.web-2' });
     const clusters = await delta.nextResponse();
     const response = await fetchStatus({ node_matchers: [{ node_id: { exact: 'default.web-2' } }] });
@@ -215,7 +207,7 @@ describe('the Client Status Discovery Service', () => {
     };
     stream.write({ node_matchers: [{ node_id: { exact: 'default.backend-1' } }] });
     expect(nodesOf(await next(1))).toEqual(['default.backend-1']);
-    streams[1]!.close();
+    backendStream.close();
     await until(() => harness.cp.session('default.backend-1')?.state === 'disconnected');
     stream.write({ node_matchers: [{ node_id: { exact: 'default.backend-1' } }] });
     // A disconnected node holds nothing Chancery can vouch for.

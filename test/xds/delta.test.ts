@@ -1,8 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { DecodedDeltaResponse } from '../../src/xds/decode.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
-import { DeltaStream } from '../support/ads-client.js';
-import { backendDataplane, clientDataplane, startHarness, type Harness } from '../support/harness.js';
+import type { DeltaStream } from '../support/ads-client.js';
+import { backendDataplane, clientDataplane } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 import { BACKEND, envoyDataplane } from './fixtures.js';
 
 /**
@@ -13,19 +14,10 @@ import { BACKEND, envoyDataplane } from './fixtures.js';
 const NODE = 'default.web-1';
 const CLUSTERS = ['backend', 'localhost:9002'];
 
-let harness: Harness;
+const harness = harnessFor({ resources: [BACKEND, envoyDataplane('web-1')] });
 let stream: DeltaStream;
-
-beforeEach(async () => {
-  harness = await startHarness();
-  await harness.cp.apply(BACKEND);
-  await harness.cp.apply(envoyDataplane('web-1'));
-  stream = DeltaStream.open(harness.xds);
-});
-
-afterEach(async () => {
-  stream.close();
-  await harness.stop();
+beforeEach(() => {
+  stream = harness.streams.delta();
 });
 
 const names = (response: DecodedDeltaResponse) => response.resources.map((resource) => resource.name);
@@ -257,7 +249,7 @@ describe('Delta xDS, rule by rule', () => {
 describe('Delta nodes holding the same resources', () => {
   it('each keep their own: a cluster only one is sent, and an unsubscribe on one, leave the other as it was', async () => {
     await harness.cp.apply(envoyDataplane('web-2'));
-    const other = DeltaStream.open(harness.xds);
+    const other = harness.streams.delta();
     try {
       const connect = async (on: DeltaStream, node: string) => {
         on.send({ typeUrl: CLUSTER, nodeId: node });
@@ -299,7 +291,7 @@ describe('a Delta client that comes back holding resources (initial_resource_ver
     stream.close();
     await harness.cp.apply(envoyDataplane('web-1', { inbound: [{ port: 10002, servicePort: 9003, service: 'web' }] }));
 
-    stream = DeltaStream.open(harness.xds);
+    stream = harness.streams.delta();
     stream.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: { ...held, ghost: 'an-old-version' } });
     const back = await stream.nextResponse();
     // backend is held at its current version: not sent. The app port moved: a new local cluster,
@@ -321,7 +313,7 @@ describe('a Delta client that comes back holding resources (initial_resource_ver
     const backend = clusters.resources.find((r) => r.name === 'backend')!;
     stream.close();
 
-    stream = DeltaStream.open(harness.xds);
+    stream = harness.streams.delta();
     stream.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: { backend: 'an-old-version', 'localhost:9002': local.version } });
     const back = await stream.nextResponse();
     expect(back.resources).toEqual([backend]);
@@ -340,7 +332,7 @@ describe('a Delta client that comes back holding resources (initial_resource_ver
     const clusters = harness.cp.session(NODE)!.types['CDS']!.held!;
     stream.close();
 
-    stream = DeltaStream.open(harness.xds);
+    stream = harness.streams.delta();
     stream.send({ typeUrl: CLUSTER, nodeId: NODE, initialVersions: clusters });
     stream.send({ typeUrl: LISTENER, subscribe, initialVersions: Object.fromEntries(listeners.resources.map((r) => [r.name, r.version])) });
     const back = await answersBefore('on-return');

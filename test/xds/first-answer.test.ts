@@ -1,8 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SessionView } from '../../src/machines/index.js';
 import { CLUSTER } from '../../src/xds/index.js';
-import { AdsStream, DeltaStream } from '../support/ads-client.js';
-import { startHarness, type Harness } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 import { viewAfterRequests } from '../support/request-barrier.js';
 import { eventually } from '../support/traffic.js';
 import { BACKEND, envoyDataplane, sessionIn } from './fixtures.js';
@@ -17,25 +16,8 @@ import { BACKEND, envoyDataplane, sessionIn } from './fixtures.js';
 
 const NODE = 'default.web-1';
 
-let harness: Harness;
-const streams: Array<AdsStream | DeltaStream> = [];
+const harness = harnessFor({ resources: [BACKEND, envoyDataplane('web-1')] });
 
-beforeEach(async () => {
-  harness = await startHarness();
-  await harness.cp.apply(BACKEND);
-  await harness.cp.apply(envoyDataplane('web-1'));
-});
-
-afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.close();
-  await harness.stop();
-});
-
-function open(protocol: 'sotw' | 'delta'): AdsStream | DeltaStream {
-  const stream = protocol === 'sotw' ? AdsStream.open(harness.xds) : DeltaStream.open(harness.xds);
-  streams.push(stream);
-  return stream;
-}
 
 /** The session serves, and sent CDS, by the time it handled the request after the first. */
 function expectServedAtOnce(view: SessionView | undefined): void {
@@ -45,29 +27,28 @@ function expectServedAtOnce(view: SessionView | undefined): void {
 
 describe('I2 no waiting for a tick: a stream’s first request is answered before its next one is handled', () => {
   it.each(['sotw', 'delta'] as const)('answers a new node’s first %s request', async (protocol) => {
-    const stream = open(protocol);
+    const stream = harness.streams.open(protocol);
     stream.send({ typeUrl: CLUSTER, nodeId: NODE });
     expectServedAtOnce(await viewAfterRequests(harness.cp, NODE, stream));
     expect((await stream.nextResponse(1)).typeUrl).toBe(CLUSTER);
   });
 
   it.each(['sotw', 'delta'] as const)('answers a node back on a new %s stream after its last one closed', async (protocol) => {
-    const first = open(protocol);
+    const first = harness.streams.open(protocol);
     first.send({ typeUrl: CLUSTER, nodeId: NODE });
     expectServedAtOnce(await viewAfterRequests(harness.cp, NODE, first));
     await first.nextResponse(1);
     first.close();
     await sessionIn(harness.cp, NODE, 'disconnected');
 
-    const again = open(protocol);
+    const again = harness.streams.open(protocol);
     again.send({ typeUrl: CLUSTER, nodeId: NODE });
     expectServedAtOnce(await viewAfterRequests(harness.cp, NODE, again));
     expect((await again.nextResponse(1)).typeUrl).toBe(CLUSTER);
   });
 
   it('answers a node back holding an older configuration as soon as the store has been read to its end', async () => {
-    const first = AdsStream.open(harness.xds);
-    streams.push(first);
+    const first = harness.streams.sotw();
     first.send({ typeUrl: CLUSTER, nodeId: NODE });
     expectServedAtOnce(await viewAfterRequests(harness.cp, NODE, first));
     const held = await first.nextResponse(1);
@@ -76,8 +57,7 @@ describe('I2 no waiting for a tick: a stream’s first request is answered befor
     await sessionIn(harness.cp, NODE, 'disconnected');
     await harness.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
 
-    const again = AdsStream.open(harness.xds);
-    streams.push(again);
+    const again = harness.streams.sotw();
     // It says what it holds: the session reads the store to its end before generating.
     again.send({ typeUrl: CLUSTER, nodeId: NODE, versionInfo: held.versionInfo });
     await eventually('the session past its catch-up', () => harness.cp.session(NODE)?.step !== 'catching-up');

@@ -12,6 +12,7 @@ import { backendDataplane, startHarness, type Harness } from '../support/harness
 import { servedConfiguration, type ServedConfiguration } from '../support/well-behaved-node.js';
 import { deltaDiscoveryRequestBytes, discoveryRequestBytes, manyFields, nestedList, nestedStruct, wideStruct } from '../support/xds-wire.js';
 import { envoyDataplane } from './fixtures.js';
+import { budget } from '../support/budget.js';
 
 /**
  * Property-based tests of the xDS request handling (issue 11), over real gRPC against a real
@@ -55,7 +56,7 @@ function open(protocol: (typeof PROTOCOLS)[number], metadata?: Metadata): Stream
  * stream admitted as a valid node id may be: waiting for its Dataplane, or with nothing new to
  * send (a request naming a nonce it was never sent is ignored, as xDS says).
  */
-async function outcomeOf(stream: StreamOf, quietMs = 1_500): Promise<'served' | 'quiet' | { code: number; details: string }> {
+async function outcomeOf(stream: StreamOf, quietMs = budget(1_500)): Promise<'served' | 'quiet' | { code: number; details: string }> {
   try {
     await stream.until(() => stream.responses.length > 0, 'a response', quietMs);
     return 'served';
@@ -159,7 +160,7 @@ const namesOver = (bytes: Uint8Array, names: readonly string[]) =>
 /** A node of a mesh that requires tokens: no generated `authorization` is one, so it is refused for it. */
 const SECURE_NODE = 'secure.fuzz-node';
 
-describe.each(PROTOCOLS)('the xDS server, fuzzed over %s', { timeout: 120_000 }, (protocol) => {
+describe.each(PROTOCOLS)('the xDS server, fuzzed over %s', { timeout: budget(120_000) }, (protocol) => {
   it('answers bytes that are not a request with a documented status, and keeps serving', async () => {
     await fuzz(
       fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 300 }), async (bytes) => {
@@ -199,7 +200,7 @@ describe.each(PROTOCOLS)('the xDS server, fuzzed over %s', { timeout: 120_000 },
         const stream = open(protocol, callMetadata);
         stream.sendBytes(first);
         if (second) stream.sendBytes(second);
-        const outcome = await outcomeAfter(stream, second ? 300 : 0);
+        const outcome = await outcomeAfter(stream, second ? budget(300) : 0);
         await expectHandled(stream, outcome, nodeId);
         // Where the limits decide, what they say: a limit crossed is RESOURCE_EXHAUSTED or
         // INVALID_ARGUMENT, checked before the stream's node is admitted; anything else is served,

@@ -5,8 +5,9 @@ import { openEventLog, type EventLog } from '../../src/store/index.js';
 import { ResponseEncoder } from '../../src/xds/response-encoder.js';
 import { MAX_STATUS_MESSAGE, StreamWriter } from '../../src/xds/stream-writer.js';
 import { CLUSTER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import type { AdsStream } from '../support/ads-client.js';
 import { startHarness, type Harness } from '../support/harness.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { discoveryRequestBytes, nestedStruct } from '../support/xds-wire.js';
 import { BACKEND, envoyDataplane, namesOf } from './fixtures.js';
 
@@ -16,6 +17,7 @@ import { BACKEND, envoyDataplane, namesOf } from './fixtures.js';
  * whatever a dataplane sends.
  */
 let harness: Harness;
+const streams = new OpenStreams(() => harness.xds);
 let log: EventLog;
 const save = new Subject<void>();
 beforeAll(async () => {
@@ -25,19 +27,10 @@ beforeAll(async () => {
   await harness.cp.apply(envoyDataplane('web-1'));
 });
 afterAll(async () => {
+  streams.closeAll();
   await harness.stop();
   await log.close();
 });
-
-const opened: AdsStream[] = [];
-afterAll(() => {
-  for (const stream of opened) stream.close();
-});
-function open(): AdsStream {
-  const stream = AdsStream.open(harness.xds);
-  opened.push(stream);
-  return stream;
-}
 
 /** How the stream ends, or `'served'` if it is answered instead: a refusal that did not happen fails at once. */
 function outcome(stream: AdsStream): Promise<unknown> {
@@ -46,7 +39,7 @@ function outcome(stream: AdsStream): Promise<unknown> {
 
 describe('issue 11: a refusal is delivered, however large the value it refuses', () => {
   it('ends a stream whose first request has a 100 KB node id with a short RESOURCE_EXHAUSTED', async () => {
-    const stream = open();
+    const stream = streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: `default.${'n'.repeat(100_000)}` });
     const end = await stream.ending();
     expect(end).toEqual({
@@ -58,7 +51,7 @@ describe('issue 11: a refusal is delivered, however large the value it refuses',
 
   it('quotes an invalid node id within the limit cut short', async () => {
     const node = `default.${'N'.repeat(200)}`;
-    const stream = open();
+    const stream = streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: node });
     const end = await stream.ending();
     expect(end.code).toBe(status.INVALID_ARGUMENT);
@@ -75,7 +68,7 @@ describe('issue 11: a refusal is delivered, however large the value it refuses',
   });
 
   it('quotes a node id a later request changes to cut short, however long: it is not checked against the limits (found by fuzz-xds)', async () => {
-    const stream = open();
+    const stream = streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
     await stream.nextResponse();
     stream.send({ typeUrl: CLUSTER, nodeId: '\u0000'.repeat(3_000) });
@@ -96,13 +89,13 @@ describe('issue 11: a refusal is delivered, however large the value it refuses',
 
 describe('issue 11: a node.metadata nested 2,000 levels deep', () => {
   it('is refused with RESOURCE_EXHAUSTED naming the depth limit, not INTERNAL', async () => {
-    const stream = open();
+    const stream = streams.sotw();
     stream.sendBytes(discoveryRequestBytes({ typeUrl: CLUSTER, nodeId: 'default.web-1', metadata: nestedStruct(2_000) }));
     expect(await outcome(stream)).toEqual({ code: status.RESOURCE_EXHAUSTED, details: 'node.metadata nests deeper than 16 levels' });
   });
 
   it('leaves the node served on its next stream', async () => {
-    const stream = open();
+    const stream = streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-1' });
     expect(namesOf(await stream.nextResponse())).toEqual(['backend', 'localhost:9002']);
   });
@@ -110,7 +103,7 @@ describe('issue 11: a node.metadata nested 2,000 levels deep', () => {
 
 describe('issue 11: what a dataplane sends never stops the session records being saved', () => {
   it('saves a NACK whose message holds a NUL and a lone surrogate, made storable', async () => {
-    const stream = open();
+    const stream = streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-1' });
     const clusters = await stream.nextResponse();
     stream.send({ typeUrl: CLUSTER, versionInfo: '', responseNonce: clusters.nonce, errorDetail: { code: 3, message: 'bad\u0000cluster \ud800' } });
@@ -126,7 +119,7 @@ describe('issue 11: what a dataplane sends never stops the session records being
   });
 
   it('refuses a resource name with a NUL: no resource has one, and the records could not keep it', async () => {
-    const stream = open();
+    const stream = streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-1', resourceNames: ['backend\u0000'] });
     expect(await outcome(stream)).toEqual({
       code: status.INVALID_ARGUMENT,

@@ -1,22 +1,16 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
-import { clientDataplane, startHarness, type Harness } from '../support/harness.js';
+import type { AdsStream } from '../support/ads-client.js';
+import { clientDataplane } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 import { BACKEND, envoyDataplane, getSession, namesOf, sessionIn } from './fixtures.js';
 
 const NODE = 'default.web-1';
 
-let harness: Harness;
+const harness = harnessFor({ resources: [BACKEND, envoyDataplane('web-1', { outbound: [] })] });
 let stream: AdsStream;
-beforeEach(async () => {
-  harness = await startHarness();
-  await harness.cp.apply(BACKEND);
-  await harness.cp.apply(envoyDataplane('web-1', { outbound: [] }));
-  stream = AdsStream.open(harness.xds);
-});
-afterEach(async () => {
-  stream.close();
-  await harness.stop();
+beforeEach(() => {
+  stream = harness.streams.sotw();
 });
 
 describe('I1 no empty push: a configuration with no resources at all is shown, never pushed', () => {

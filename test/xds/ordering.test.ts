@@ -1,16 +1,18 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DecodedResponse } from '../../src/xds/decode.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE, type TypeUrl } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import type { AdsStream } from '../support/ads-client.js';
+import { envoyHandshake } from '../support/envoy-handshake.js';
 import { backendDataplane, clientDataplane, startHarness, type Harness } from '../support/harness.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { BACKEND, envoyDataplane, namesOf, settle } from './fixtures.js';
 
 const ENVOY = 'default.web-1';
 
 const harnesses: Harness[] = [];
-const streams: AdsStream[] = [];
+const streams = new OpenStreams();
 afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.close();
+  streams.closeAll();
   for (const harness of harnesses.splice(0)) await harness.stop();
 });
 
@@ -20,25 +22,7 @@ async function start(instanceId = 'test'): Promise<Harness> {
   return harness;
 }
 
-function open(harness: Harness): AdsStream {
-  const stream = AdsStream.open(harness.xds);
-  streams.push(stream);
-  return stream;
-}
-
-/** Subscribes like Envoy (wildcard CDS, EDS for its clusters, wildcard LDS) and ACKs each response. */
-async function envoyHandshake(stream: AdsStream, node = ENVOY) {
-  stream.send({ typeUrl: CLUSTER, nodeId: node });
-  const clusters = await stream.nextResponse();
-  stream.ack(clusters);
-  stream.send({ typeUrl: ENDPOINT, resourceNames: namesOf(clusters).filter((name) => !name.startsWith('localhost:')) });
-  const endpoints = await stream.nextResponse();
-  stream.ack(endpoints, namesOf(endpoints));
-  stream.send({ typeUrl: LISTENER });
-  const listeners = await stream.nextResponse();
-  stream.ack(listeners);
-  return { clusters, endpoints, listeners };
-}
+const open = (harness: Harness): AdsStream => streams.sotw({ address: harness.xds });
 
 const typesOf = (responses: readonly DecodedResponse[]) => responses.map((response) => response.typeUrl);
 
@@ -48,7 +32,7 @@ describe('I5 make before break: CDS, then EDS, then LDS, then RDS on one stream'
     await harness.cp.apply(BACKEND);
     await harness.cp.apply(envoyDataplane('web-1'));
     const stream = open(harness);
-    const { endpoints } = await envoyHandshake(stream);
+    const { endpoints } = await envoyHandshake(stream, ENVOY);
 
     await harness.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
     const sent = await settle(stream);
@@ -73,7 +57,7 @@ describe('I5 make before break: CDS, then EDS, then LDS, then RDS on one stream'
     await harness.cp.apply(BACKEND);
     await harness.cp.apply(envoyDataplane('web-1'));
     const stream = open(harness);
-    const { endpoints } = await envoyHandshake(stream);
+    const { endpoints } = await envoyHandshake(stream, ENVOY);
 
     let outbound = [{ port: 20001, service: 'backend' }];
     for (const [port, service] of [[20002, 'payments'], [20003, 'ledger']] as const) {
@@ -119,7 +103,7 @@ describe('nonces (xDS: every response carries one; it is valid only on its strea
     await harness.cp.apply(BACKEND);
     await harness.cp.apply(envoyDataplane('web-1'));
     const stream = open(harness);
-    await envoyHandshake(stream);
+    await envoyHandshake(stream, ENVOY);
     await harness.cp.apply(envoyDataplane('web-1', { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] }));
     await harness.cp.apply(backendDataplane('backend-2', 10004));
     await settle(stream);
@@ -147,8 +131,8 @@ describe('I6 deterministic versions: content hashes, the same on every instance'
 
   it('gives the same version per type for the same configuration on two control planes', async () => {
     const { a, b } = await twoInstances();
-    const onA = await envoyHandshake(open(a));
-    const onB = await envoyHandshake(open(b));
+    const onA = await envoyHandshake(open(a), ENVOY);
+    const onB = await envoyHandshake(open(b), ENVOY);
 
     expect(onA.clusters.controlPlane).toBe('instance-a');
     expect(onB.clusters.controlPlane).toBe('instance-b');
@@ -161,7 +145,7 @@ describe('I6 deterministic versions: content hashes, the same on every instance'
 
   it('does not re-send a node moving to another instance the wildcard versions it holds', async () => {
     const { a, b } = await twoInstances();
-    const held = await envoyHandshake(open(a));
+    const held = await envoyHandshake(open(a), ENVOY);
 
     const moved = open(b);
     moved.send({ typeUrl: CLUSTER, nodeId: ENVOY, versionInfo: held.clusters.versionInfo });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLUSTER, LISTENER } from '../../src/xds/type-urls.js';
 import { AdsStream, DeltaStream } from '../support/ads-client.js';
 import { startHarness, type Harness } from '../support/harness.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { discoveryRequestBytes, nestedStruct, wideStruct } from '../support/xds-wire.js';
 import { BACKEND, envoyDataplane, namesOf } from './fixtures.js';
 
@@ -17,6 +18,7 @@ const LIMITS = {
 };
 
 let harness: Harness;
+const opened = new OpenStreams(() => harness.xds);
 beforeAll(async () => {
   // The clock the request budget reads never moves: no request is ever refunded by waiting.
   harness = await startHarness({ xdsLimits: LIMITS, now: () => 1_000_000 });
@@ -24,22 +26,18 @@ beforeAll(async () => {
   await harness.cp.apply(envoyDataplane('web-1'));
   await harness.cp.apply(envoyDataplane('web-2'));
 });
-afterAll(() => harness.stop());
-
-const opened: Array<{ close(): void }> = [];
-afterAll(() => {
-  for (const stream of opened) stream.close();
+afterAll(async () => {
+  opened.closeAll();
+  await harness.stop();
 });
+
 /** A client with a connection of its own: grpc-js clients to one address otherwise share one. */
 function connection(): Client {
   return new Client(harness.xds, credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
 }
 
-function open(client = connection()): AdsStream {
-  const stream = new AdsStream(client);
-  opened.push(stream);
-  return stream;
-}
+/** A SotW stream on `client`'s connection, by default one of its own. */
+const open = (client = connection()): AdsStream => opened.track(new AdsStream(client));
 
 /** A well-behaved Envoy's first exchange: it is served its clusters, whatever was refused before. */
 async function servedClusters(): Promise<string[]> {
@@ -142,11 +140,7 @@ describe('xDS request limits: each ends the stream with a status and a short rea
 });
 
 describe('the same limits over Delta', () => {
-  function delta(): DeltaStream {
-    const stream = new DeltaStream(connection());
-    opened.push(stream);
-    return stream;
-  }
+  const delta = (): DeltaStream => opened.track(new DeltaStream(connection()));
 
   it.each([
     ['resource_names_subscribe', { subscribe: Array.from({ length: 11 }, (_, i) => `svc-${i}`) }],

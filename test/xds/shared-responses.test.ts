@@ -1,8 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DecodedResponse } from '../../src/xds/decode.js';
-import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
+import { ENDPOINT } from '../../src/xds/type-urls.js';
+import type { AdsStream } from '../support/ads-client.js';
+import { envoyHandshake } from '../support/envoy-handshake.js';
 import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
+import { OpenStreams } from '../support/open-streams.js';
 import { BACKEND, envoyDataplane, namesOf, settle, type EnvoySpec } from './fixtures.js';
 
 // Nodes subscribed alike are sent one encoded body, each with its own nonce (response-encoder.ts):
@@ -15,7 +17,7 @@ const NODES: Record<string, EnvoySpec> = {
 };
 
 let harness: Harness;
-const streams: AdsStream[] = [];
+const streams = new OpenStreams(() => harness.xds);
 beforeEach(async () => {
   harness = await startHarness();
   await harness.cp.apply(BACKEND);
@@ -23,25 +25,15 @@ beforeEach(async () => {
   for (const [name, spec] of Object.entries(NODES)) await harness.cp.apply(envoyDataplane(name, spec));
 });
 afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.close();
+  streams.closeAll();
   await harness.stop();
 });
 
-/** Connects an Envoy node: CDS, LDS, then EDS for its clusters, each ACKed. */
+/** Connects an Envoy node: CDS, EDS for its clusters, then LDS, each ACKed. */
 async function connect(name: string): Promise<{ stream: AdsStream; listeners: DecodedResponse; edsNames: string[] }> {
-  const stream = AdsStream.open(harness.xds);
-  streams.push(stream);
-  stream.send({ typeUrl: CLUSTER, nodeId: `default.${name}` });
-  const clusters = await stream.nextResponse();
-  stream.ack(clusters);
-  stream.send({ typeUrl: LISTENER });
-  const listeners = await stream.nextResponse();
-  stream.ack(listeners);
-  const edsNames = namesOf(clusters).filter((cluster) => !cluster.startsWith('localhost'));
-  stream.send({ typeUrl: ENDPOINT, resourceNames: edsNames });
-  const endpoints = await stream.nextResponse();
-  stream.ack(endpoints, edsNames);
-  return { stream, listeners, edsNames };
+  const stream = streams.sotw();
+  const { endpoints, listeners } = await envoyHandshake(stream, `default.${name}`);
+  return { stream, listeners, edsNames: namesOf(endpoints) };
 }
 
 /** Per cluster of an EDS response, the ports of its endpoints, sorted. */

@@ -1,7 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CLUSTER, ENDPOINT, LISTENER, type TypeUrl } from '../../src/xds/index.js';
-import { AdsStream } from '../support/ads-client.js';
-import { startHarness, type Harness } from '../support/harness.js';
+import { envoyHandshake } from '../support/envoy-handshake.js';
+import { harnessFor } from '../support/harness-for.js';
 import { eventually } from '../support/traffic.js';
 import { ScriptedLog } from '../store/scripted-log.js';
 import { BACKEND, envoyDataplane, namesOf, sessionIn, settle } from './fixtures.js';
@@ -17,27 +17,8 @@ import { BACKEND, envoyDataplane, namesOf, sessionIn, settle } from './fixtures.
 const NODE = 'default.web-1';
 const CHANGED = { outbound: [{ port: 20001, service: 'backend' }, { port: 20002, service: 'payments' }] };
 
-let harness: Harness;
 let log: ScriptedLog;
-const streams: AdsStream[] = [];
-
-beforeEach(async () => {
-  log = new ScriptedLog();
-  harness = await startHarness({ store: log });
-  await harness.cp.apply(BACKEND);
-  await harness.cp.apply(envoyDataplane('web-1'));
-});
-
-afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.close();
-  await harness.stop();
-});
-
-function open(): AdsStream {
-  const stream = AdsStream.open(harness.xds);
-  streams.push(stream);
-  return stream;
-}
+const harness = harnessFor(() => ({ store: (log = new ScriptedLog()), resources: [BACKEND, envoyDataplane('web-1')] }));
 
 describe('I5 make before break on a reconnecting SotW stream’s first push', () => {
   it.each([
@@ -45,23 +26,15 @@ describe('I5 make before break on a reconnecting SotW stream’s first push', ()
     ['a client asking for listeners first', [LISTENER, ENDPOINT, CLUSTER]],
   ] satisfies Array<[string, TypeUrl[]]>)('pushes CDS, then EDS, then LDS to a node back holding configuration, asked in the order of %s', async (_who, order) => {
     // Served as Envoy is, and ACKing: it holds this configuration when its stream breaks.
-    const first = open();
-    first.send({ typeUrl: CLUSTER, nodeId: NODE });
-    const clusters = await first.nextResponse();
-    first.ack(clusters);
-    first.send({ typeUrl: ENDPOINT, resourceNames: ['backend'] });
-    const endpoints = await first.nextResponse();
-    first.ack(endpoints, ['backend']);
-    first.send({ typeUrl: LISTENER });
-    const listeners = await first.nextResponse();
-    first.ack(listeners);
+    const first = harness.streams.sotw();
+    const { clusters, endpoints, listeners } = await envoyHandshake(first, NODE);
     first.close();
     await sessionIn(harness.cp, NODE, 'disconnected');
 
     // While it is away its outbounds change: its clusters and listeners differ from what it holds.
     await harness.cp.apply(envoyDataplane('web-1', CHANGED));
     const release = log.hold();
-    const again = open();
+    const again = harness.streams.sotw();
     const held: Record<string, { versionInfo: string; resourceNames?: string[] }> = {
       [CLUSTER]: { versionInfo: clusters.versionInfo },
       [ENDPOINT]: { versionInfo: endpoints.versionInfo, resourceNames: ['backend'] },

@@ -1,33 +1,16 @@
 import { status } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CLUSTER, LISTENER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
-import { startHarness, type Harness } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 import { BACKEND, callStatus, envoyDataplane, getSession, namesOf, unaryStatus } from './fixtures.js';
 
 const SECRET = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
 
-let harness: Harness;
-beforeAll(async () => {
-  harness = await startHarness();
-  await harness.cp.apply(BACKEND);
-  await harness.cp.apply(envoyDataplane('web-1'));
-});
-afterAll(() => harness.stop());
-
-const streams: AdsStream[] = [];
-function open(): AdsStream {
-  const stream = AdsStream.open(harness.xds);
-  streams.push(stream);
-  return stream;
-}
-afterAll(() => {
-  for (const stream of streams) stream.close();
-});
+const harness = harnessFor({ resources: [BACKEND, envoyDataplane('web-1')] }, 'all');
 
 describe('the node is read from the first request only (xDS "node only on the first request")', () => {
   it('serves a stream whose later requests carry no node', async () => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-1' });
     const clusters = await stream.nextResponse();
     stream.ack(clusters);
@@ -39,7 +22,7 @@ describe('the node is read from the first request only (xDS "node only on the fi
   });
 
   it('ends with PERMISSION_DENIED a stream whose later request names another node, sending that node nothing', async () => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
     await stream.nextResponse();
     stream.send({ typeUrl: LISTENER, nodeId: 'default.web-1' });
@@ -52,7 +35,7 @@ describe('the node is read from the first request only (xDS "node only on the fi
   });
 
   it('ends a stream whose first request has no node with INVALID_ARGUMENT saying so', async () => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER });
     const end = await stream.ending();
     expect(end.code).toBe(status.INVALID_ARGUMENT);
@@ -61,7 +44,7 @@ describe('the node is read from the first request only (xDS "node only on the fi
   });
 
   it.each(['nodot', 'Bad.Name', 'default.', 'default.UPPER'])('ends a stream from node id %j with INVALID_ARGUMENT naming the node', async (node) => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: node });
     const end = await stream.ending();
     expect(end.code).toBe(status.INVALID_ARGUMENT);
@@ -77,7 +60,7 @@ describe('the node is read from the first request only (xDS "node only on the fi
 
 describe('an unsupported variant is refused with a gRPC status, never accepted and left silent', () => {
   it('ends a stream whose first request asks for an unsupported type URL, naming it', async () => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: SECRET, nodeId: 'default.web-1' });
     const end = await stream.ending();
     expect(end.code).toBe(status.INVALID_ARGUMENT);
@@ -86,7 +69,7 @@ describe('an unsupported variant is refused with a gRPC status, never accepted a
   });
 
   it('ends a serving stream that asks for an unsupported type URL, naming it and the node', async () => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
     await stream.nextResponse();
     stream.send({ typeUrl: SECRET, resourceNames: ['cert'] });

@@ -1,45 +1,27 @@
 import { status } from '@grpc/grpc-js';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DecodedResponse } from '../../src/xds/decode.js';
 import { StreamWriter } from '../../src/xds/stream-writer.js';
-import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
-import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
+import { CLUSTER, ENDPOINT } from '../../src/xds/type-urls.js';
+import type { AdsStream } from '../support/ads-client.js';
+import { envoyHandshake } from '../support/envoy-handshake.js';
+import { backendDataplane } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 import { BACKEND, envoyDataplane, getSession, namesOf, sessionIn, settle } from './fixtures.js';
 
 const NODE = 'default.web-1';
 const CLUSTERS = ['backend', 'localhost:9002'];
 const LISTENERS = ['inbound:127.0.0.1:10002', 'outbound:127.0.0.1:20001'];
 
-let harness: Harness;
-const streams: AdsStream[] = [];
-beforeEach(async () => {
-  harness = await startHarness();
-  await harness.cp.apply(BACKEND);
-  await harness.cp.apply(envoyDataplane('web-1'));
-});
-afterEach(async () => {
+const harness = harnessFor({ resources: [BACKEND, envoyDataplane('web-1')] });
+afterEach(() => {
   vi.restoreAllMocks();
-  for (const stream of streams.splice(0)) stream.close();
-  await harness.stop();
 });
-
-function open(): AdsStream {
-  const stream = AdsStream.open(harness.xds);
-  streams.push(stream);
-  return stream;
-}
 
 /** Opens a stream for the Envoy node and waits for its CDS and LDS, ACKing both. */
 async function connect(): Promise<{ stream: AdsStream; clusters: DecodedResponse; listeners: DecodedResponse }> {
-  const stream = open();
-  stream.send({ typeUrl: CLUSTER, nodeId: NODE });
-  const clusters = await stream.nextResponse();
-  stream.ack(clusters);
-  stream.send({ typeUrl: LISTENER });
-  const listeners = await stream.nextResponse();
-  stream.ack(listeners);
-  return { stream, clusters, listeners };
+  const stream = harness.streams.sotw();
+  return { stream, ...(await envoyHandshake(stream, NODE, { endpoints: false })) };
 }
 
 /** Breaks the stream from the client side and waits until the session has seen it. */
@@ -134,7 +116,7 @@ describe('a Dataplane deleted while its node is served', () => {
   });
 
   it('keeps a node whose Dataplane does not exist yet waiting, then serves it once created (DESIGN §6)', async () => {
-    const stream = open();
+    const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.web-2' });
     await sessionIn(harness.cp, 'default.web-2', 'awaiting-snapshot');
     expect((await getSession(harness, 'default.web-2')).body.error?.code).toBe('CHANCERY_MESH_DATAPLANE_NOT_FOUND');

@@ -1,26 +1,19 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { DecodedResponse } from '../../src/xds/decode.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE, type TypeUrl } from '../../src/xds/type-urls.js';
-import { AdsStream } from '../support/ads-client.js';
-import { backendDataplane, clientDataplane, startHarness, type Harness } from '../support/harness.js';
+import type { AdsStream } from '../support/ads-client.js';
+import { backendDataplane, clientDataplane } from '../support/harness.js';
+import { harnessFor } from '../support/harness-for.js';
 import { BACKEND, envoyDataplane, getSession, namesOf, settle } from './fixtures.js';
 
 const ENVOY = 'default.web-1';
 const GRPC = 'default.client-1';
 const ENVOY_LISTENERS = ['inbound:127.0.0.1:10002', 'outbound:127.0.0.1:20001'];
 
-let harness: Harness;
+const harness = harnessFor({ resources: [BACKEND, envoyDataplane('web-1'), clientDataplane('client-1')] });
 let stream: AdsStream;
-beforeEach(async () => {
-  harness = await startHarness();
-  await harness.cp.apply(BACKEND);
-  await harness.cp.apply(envoyDataplane('web-1'));
-  await harness.cp.apply(clientDataplane('client-1'));
-  stream = AdsStream.open(harness.xds);
-});
-afterEach(async () => {
-  stream.close();
-  await harness.stop();
+beforeEach(() => {
+  stream = harness.streams.sotw();
 });
 
 /** A SotW request that ACKs `previous` (when given) and names `names`. */

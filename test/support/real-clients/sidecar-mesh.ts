@@ -1,24 +1,16 @@
-import { createServer, type AddressInfo } from 'node:net';
-import type { XdsMode } from '../../src/mesh/index.js';
-import { runCli } from '../cli/cli-harness.js';
-import { EnvoyProcess } from '../support/envoy.js';
-import { HttpClient, startHttpBackend, type HttpBackend } from '../support/http-backend.js';
-import { Traffic } from '../support/traffic.js';
+import type { XdsMode } from '../../../src/mesh/index.js';
+import { runCli } from '../../cli/cli-harness.js';
+import { EnvoyProcess } from '../envoy.js';
+import { startHarness, type Harness } from '../harness.js';
+import { HttpClient, startHttpBackend, type HttpBackend } from '../http-backend.js';
+import { perTest } from '../per-test.js';
+import { freePort } from '../ports.js';
+import { Traffic } from '../traffic.js';
+import { putDataplane, deleteDataplane } from './dataplanes.js';
+import { SERVICE, type RealBackend, type RealClient, type RealClientKind, type RealMesh, type WipeWatch } from './real-client.js';
 
 /** The xDS variants real Envoy is tested over; every Envoy test runs once per mode. */
 export const XDS_MODES: readonly XdsMode[] = ['sotw', 'delta'];
-
-/** The service every backend sidecar serves and the client sidecar calls. */
-export const SERVICE = 'echo';
-
-/** A port free on 127.0.0.1 now: a Dataplane's listener needs a real port before its Envoy binds it. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** A Dataplane, as the API takes it. */
 export interface DataplaneSpec {
@@ -38,25 +30,38 @@ export interface Sidecar {
   readonly node: string;
   readonly envoy: EnvoyProcess;
   readonly dataplane: DataplaneSpec;
+  /** The listeners it holds once configured. */
+  readonly listeners: number;
 }
 
-export interface Backend extends Sidecar {
+export interface Backend extends Sidecar, RealBackend {
   readonly app: HttpBackend;
 }
 
-export interface Client extends Sidecar {
+export interface Client extends Sidecar, RealClient {
   /** The outbound listener's port: requests sent here go to the service. */
   readonly port: number;
   /** Calls through the outbound listener, each on a new connection. */
   readonly traffic: Traffic;
 }
 
+/** Envoy's own proof that it never dropped or refused configuration: the counters the seed scenario watches. */
+const WIPE_COUNTERS = [
+  'listener_manager.listener_removed',
+  'cluster_manager.cluster_removed',
+  'listener_manager.lds.update_rejected',
+  'cluster_manager.cds.update_rejected',
+] as const;
+
+/** The gauge a wipe would lower for a moment: the listeners an Envoy holds active. */
+const ACTIVE_LISTENERS = 'listener_manager.total_listeners_active';
+
 /**
  * Sidecars of mesh `default` against one Chancery: `api` is its HTTP API (`host:port`), where
  * Dataplanes are written and bootstraps read; `xds` is where the Envoys dial, Chancery itself
  * or a balancer in front of it.
  */
-export class SidecarMesh {
+export class SidecarMesh implements RealMesh {
   /** Every sidecar started, deleted ones included (their Envoys keep running). */
   readonly sidecars: Sidecar[] = [];
   readonly #deleted = new Set<string>();
@@ -80,7 +85,13 @@ export class SidecarMesh {
       networking: { address: '127.0.0.1', inbound: [{ port: await freePort(), servicePort: app.port, tags: { service } }] },
     };
     const sidecar = await this.start(dataplane, 1);
-    return { ...sidecar, app };
+    return {
+      ...sidecar,
+      app,
+      get served() {
+        return app.served;
+      },
+    };
   }
 
   /** A client whose Envoy has one outbound to `service`; resolves once the Envoy holds its listener. */
@@ -92,24 +103,64 @@ export class SidecarMesh {
   }
 
   /** Writes a Dataplane through the API, failing with the API's answer if it is refused. */
-  async put(dataplane: DataplaneSpec): Promise<void> {
-    const response = await fetch(`http://${this.api}/meshes/${dataplane.mesh}/dataplanes/${dataplane.name}`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(dataplane),
-    });
-    if (!response.ok) throw new Error(`PUT Dataplane ${dataplane.name} answered ${response.status}: ${await response.text()}`);
+  put(dataplane: DataplaneSpec): Promise<void> {
+    return putDataplane(this.api, dataplane);
   }
 
   async delete(name: string): Promise<void> {
-    const response = await fetch(`http://${this.api}/meshes/default/dataplanes/${name}`, { method: 'DELETE' });
-    if (!response.ok) throw new Error(`DELETE Dataplane ${name} answered ${response.status}: ${await response.text()}`);
+    await deleteDataplane(this.api, name);
     this.#deleted.add(name);
   }
 
   /** The sidecars whose Dataplanes still exist: the ones Chancery serves. */
   get live(): readonly Sidecar[] {
     return this.sidecars.filter(({ name }) => !this.#deleted.has(name));
+  }
+
+  get served(): readonly string[] {
+    return this.live.map(({ node }) => node);
+  }
+
+  /** The connections each Envoy opened to its xDS cluster: one ADS stream each. */
+  async adsStreams(): Promise<Record<string, number>> {
+    const streams: Record<string, number> = {};
+    for (const { node, envoy } of this.sidecars) streams[node] = await envoy.stat('cluster.chancery-xds.upstream_cx_total');
+    return streams;
+  }
+
+  /**
+   * Samples the active listeners of every Envoy running now until `end`, and then reads the
+   * wipe counters of every Envoy: a listener missing for a moment, or anything removed or
+   * refused, is a sign.
+   */
+  watch(): WipeWatch {
+    const watched = [...this.sidecars];
+    let watching = true;
+    const lowest = new Map<Sidecar, number>();
+    const sampling = (async () => {
+      while (watching) {
+        for (const sidecar of watched) {
+          const value = await sidecar.envoy.stat(ACTIVE_LISTENERS);
+          lowest.set(sidecar, Math.min(lowest.get(sidecar) ?? value, value));
+        }
+      }
+    })();
+    return {
+      end: async () => {
+        watching = false;
+        await sampling;
+        const signs: string[] = [];
+        for (const sidecar of watched) {
+          const low = lowest.get(sidecar)!;
+          if (low < sidecar.listeners) signs.push(`${sidecar.node}: ${low} active listeners at one moment, of ${sidecar.listeners}`);
+        }
+        for (const { node, envoy } of this.sidecars) {
+          const stats = await envoy.stats();
+          for (const counter of WIPE_COUNTERS) if ((stats.get(counter) ?? 0) > 0) signs.push(`${node}: ${counter} ${stats.get(counter)}`);
+        }
+        return signs;
+      },
+    };
   }
 
   /** The bootstrap `chancery bootstrap envoy` prints for `node`, with the admin port left to the OS. */
@@ -130,9 +181,9 @@ export class SidecarMesh {
     await this.put(dataplane);
     const node = `${dataplane.mesh}.${dataplane.name}`;
     const envoy = await EnvoyProcess.start(dataplane.name, await this.bootstrap(node));
-    const sidecar: Sidecar = { name: dataplane.name, node, envoy, dataplane };
+    const sidecar: Sidecar = { name: dataplane.name, node, envoy, dataplane, listeners };
     this.sidecars.push(sidecar);
-    await envoy.waitFor(`${listeners} active listener(s)`, async () => (await envoy.stat('listener_manager.total_listeners_active')) >= listeners);
+    await envoy.waitFor(`${listeners} active listener(s)`, async () => (await envoy.stat(ACTIVE_LISTENERS)) >= listeners);
     // The stream is the protocol the bootstrap asked for, as Chancery sees it (when this
     // instance serves it: behind a balancer, another may).
     const answer = await fetch(`http://${this.api}/sessions/${node}`);
@@ -142,50 +193,24 @@ export class SidecarMesh {
   }
 }
 
-/** Envoy's own proof that it never dropped or refused configuration: the counters the seed scenario watches. */
-export const WIPE_COUNTERS = [
-  'listener_manager.listener_removed',
-  'cluster_manager.cluster_removed',
-  'listener_manager.lds.update_rejected',
-  'cluster_manager.cds.update_rejected',
-] as const;
-
-/** The wipe counters of each sidecar, by sidecar name: all zero when nothing was wiped. */
-export async function wipeCounters(sidecars: readonly Sidecar[]): Promise<Record<string, Record<string, number>>> {
-  const out: Record<string, Record<string, number>> = {};
-  for (const { name, envoy } of sidecars) {
-    const stats = await envoy.stats();
-    out[name] = Object.fromEntries(WIPE_COUNTERS.map((counter) => [counter, stats.get(counter) ?? 0]));
-  }
-  return out;
-}
-
-/** The same shape with every counter at zero: what `wipeCounters` must equal. */
-export function noWipes(sidecars: readonly Sidecar[]): Record<string, Record<string, number>> {
-  return Object.fromEntries(sidecars.map(({ name }) => [name, Object.fromEntries(WIPE_COUNTERS.map((counter) => [counter, 0]))]));
-}
-
-/** Makes calls until `name` has answered one, or fails naming what was seen. */
-export function reaches(client: Client, names: readonly string[]): Promise<void> {
-  return client.traffic.until(`answer from each of ${names.join(', ')}`, (recent) => names.every((name) => recent.includes(name)), {
-    window: names.length * 6,
-    attempts: 2_000,
-  });
+/** Real Envoy sidecars over `mode`: HTTP apps behind inbound listeners, a client calling through its outbound. */
+export function envoyClients(mode: XdsMode): RealClientKind {
+  return { name: `Envoy over ${mode}`, protocol: mode, deploy: (api, xds) => new SidecarMesh(api, xds, mode) };
 }
 
 /**
- * Samples `stat` of each sidecar every few ms until `stop` resolves, and resolves with the
- * lowest value each had: a gauge that dipped for a moment shows here.
+ * Registers hooks of a test file: before each test a Chancery (`startHarness`) and a
+ * `SidecarMesh` over `mode` against it, stopped after the test.
  */
-export async function lowest(sidecars: readonly Sidecar[], stat: string, stop: Promise<unknown>): Promise<Record<string, number>> {
-  let stopped = false;
-  void stop.then(() => (stopped = true));
-  const low: Record<string, number> = {};
-  do {
-    for (const { name, envoy } of sidecars) {
-      const value = await envoy.stat(stat);
-      low[name] = Math.min(low[name] ?? value, value);
-    }
-  } while (!stopped);
-  return low;
+export function sidecarsEach(mode: XdsMode): { readonly harness: Harness; readonly mesh: SidecarMesh } {
+  return perTest(
+    async () => {
+      const harness = await startHarness();
+      return { harness, mesh: new SidecarMesh(harness.api, harness.xds, mode) };
+    },
+    async ({ harness, mesh }) => {
+      await mesh.stop();
+      await harness.stop();
+    },
+  );
 }
