@@ -9,6 +9,7 @@ import { isLoopback } from './host-port.js';
 import {
   authenticateApiCaller,
   credentialsChanged,
+  MeshAuthorityKeeper,
   RefusalLog,
   StreamAuthenticator,
   TlsFiles,
@@ -18,7 +19,7 @@ import {
 import { fleetSessions, Pregeneration, recordedSessions, type FleetSession, SessionRecorder } from './fleet/index.js';
 import { connectInspector, type SessionInspector } from './inspector/index.js';
 import type { SessionView } from './machines/index.js';
-import { generate, validate, type Resource, type ResourceKey } from './mesh/index.js';
+import { generate, validate, type DataplaneTls, type Resource, type ResourceKey, type Valid } from './mesh/index.js';
 import {
   checkRetention,
   createResourceStore,
@@ -32,7 +33,18 @@ import {
   type Stored,
   type WriteOptions,
 } from './store/index.js';
-import { clientStatuses, combineCallbacks, SessionRegistry, SessionScheduler, SessionViews, SessionWatch, type LastSent, type SessionCallbacks } from './sessions/index.js';
+import {
+  CertificateKeeper,
+  clientStatuses,
+  combineCallbacks,
+  SessionRegistry,
+  SessionScheduler,
+  SessionViews,
+  SessionWatch,
+  TlsStatusWriter,
+  type LastSent,
+  type SessionCallbacks,
+} from './sessions/index.js';
 import { grpcServerCredentials, XdsServer, type XdsServerSizes } from './xds/index.js';
 
 /**
@@ -148,6 +160,8 @@ class ChanceryControlPlane implements ControlPlane {
   readonly #refusals = new RefusalLog();
   /** One time-sliced scheduler for the sessions' fan-out, ticks and catch-ups, and the session records. */
   readonly #scheduler = new SessionScheduler();
+  #certificates!: CertificateKeeper;
+  readonly #admission: StreamAuthenticator;
   #xdsTls: TlsFiles | undefined;
   #inspector: SessionInspector | undefined;
   #running: Running | undefined;
@@ -169,7 +183,7 @@ class ChanceryControlPlane implements ControlPlane {
     if (options.recordTicks === undefined && this.#instanceTtl < 3 * recordInterval) {
       throw new RangeError(`instanceTtl (${this.#instanceTtl} ms) must be at least 3 × recordInterval (${recordInterval} ms), or live instances would look dead between saves`);
     }
-    const metrics = new ControlPlaneMetrics({ sessions: () => this.#views, now });
+    const metrics = new ControlPlaneMetrics({ sessions: () => this.#views, now, soonestCertificateExpiry: () => this.#certificates.soonestExpiry() });
     this.metrics = metrics;
     // A session's changes mark its record to be saved with the next batch: its story too when a step was added.
     const recording: SessionCallbacks = {
@@ -180,6 +194,20 @@ class ChanceryControlPlane implements ControlPlane {
       },
     };
     const inspecting: SessionCallbacks = { inspect: (node) => this.#inspector?.observerFor(node) };
+    // Mesh mTLS (docs/mtls.md): certificates issued here, and what each node ACKed of them written for the generator.
+    const certificates = new CertificateKeeper({ projection: () => this.store.projection, now, onIssued: (renewal) => metrics.certificateIssued(renewal) });
+    this.#certificates = certificates;
+    const tlsStatus = new TlsStatusWriter({
+      session: (node) => this.#registry.session(node),
+      stored: (mesh, name) => (this.store.get({ type: 'DataplaneTls', mesh, name }) as Stored<DataplaneTls> | undefined)?.resource,
+      write: (status: Valid<DataplaneTls>) => this.store.put(status, { caller: 'chancery' }),
+      logger: this.#logger,
+    });
+    const acks: SessionCallbacks = {
+      onRequest: (node, kind) => {
+        if (kind === 'ack') tlsStatus.acked(node);
+      },
+    };
     this.#watch = new SessionWatch();
     this.#registry = new SessionRegistry({
       instanceId: this.instanceId,
@@ -187,7 +215,7 @@ class ChanceryControlPlane implements ControlPlane {
       generate: (node) => {
         const started = performance.now();
         const { projection } = this.store;
-        const result = generate(node, projection);
+        const result = generate(node, projection, certificates.current(node));
         metrics.generated((performance.now() - started) / 1000);
         return result.ok ? result : { ok: false, revision: projection.revision, error: { code: result.error.code, message: result.error.message } };
       },
@@ -197,9 +225,12 @@ class ChanceryControlPlane implements ControlPlane {
       logger: this.#logger,
       catchUp: () => this.store.refresh(),
       scheduler: this.#scheduler,
-      callbacks: combineCallbacks(metrics, recording, this.#watch, inspecting),
+      callbacks: combineCallbacks(metrics, recording, this.#watch, inspecting, acks),
+      certificates,
     });
     this.#views = new SessionViews(this.#registry, this.instanceId);
+    // Who may speak as a dataplane: on the xDS port, and when its agent asks for a certificate.
+    this.#admission = new StreamAuthenticator({ store: { get: (key) => this.store.get(key) }, now, audienceHosts: () => this.#xdsTls?.names ?? [] });
     this.#xds = new XdsServer({
       gateway: options.sessionGateway?.(this.#registry) ?? this.#registry,
       instanceId: this.instanceId,
@@ -208,7 +239,7 @@ class ChanceryControlPlane implements ControlPlane {
       clientStatus: { clients: () => clientStatuses(this.#registry) },
       limits: { ...DEFAULTS.xdsLimits, ...options.xdsLimits },
       ...(maxConnectionAge !== 'off' && { maxConnectionAge }),
-      admission: new StreamAuthenticator({ store: { get: (key) => this.store.get(key) }, now, audienceHosts: () => this.#xdsTls?.names ?? [] }),
+      admission: this.#admission,
       onRefused: (refused) => {
         this.#refusals.record(refused);
         metrics.refused(refused);
@@ -251,6 +282,11 @@ class ChanceryControlPlane implements ControlPlane {
     this.#running = { log, store, subscriptions: [], tls: followed };
     await store.start();
     let admitted = store.projection;
+    const authorities = new MeshAuthorityKeeper({
+      store,
+      now: this.#now,
+      onError: (error, mesh) => this.#logger.warn({ err: error, mesh }, 'creating the mesh’s first CA failed; tried again at the next change'),
+    });
     const pregeneration = (options.pregenerate ?? DEFAULTS.pregenerate) ? this.#pregeneration() : undefined;
     // Before the xDS port opens: after a restart the whole fleet reconnects at once.
     pregeneration?.first(store.projection, GENERATION_BEFORE_SERVING_MS);
@@ -261,6 +297,8 @@ class ChanceryControlPlane implements ControlPlane {
         admitted = projection;
       }),
       store.projections.subscribe((projection) => registry.advance(projection.revision)),
+      // Enabling mTLS creates the mesh's CA (docs/mtls.md).
+      store.projections.subscribe((projection) => authorities.follow(projection)),
       ...(pregeneration ? [store.projections.subscribe((projection) => pregeneration.follow(projection))] : []),
       this.metrics.followChangeFeed(store.projections, store.projection.revision),
       (options.watchdog ?? interval(options.refreshInterval ?? DEFAULTS.refreshInterval)).subscribe(() => registry.tick()),
@@ -289,6 +327,7 @@ class ChanceryControlPlane implements ControlPlane {
           metrics: options.metricsSource?.(this.metrics) ?? this.metrics,
           now: this.#now,
           refusals: () => this.refusals(),
+          dataplanes: { admit: (node, authorization) => this.#admission.admit(node, authorization), certificateIssued: () => this.metrics.certificateIssued(false) },
         },
         {
           logger: this.#logger,

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ApiAuthentication, ApiCaller } from '../identity/index.js';
+import { CERTIFICATE_ROUTE } from './certificate-routes.js';
 import { ForbiddenError, UnauthenticatedError } from './errors.js';
 
 declare module 'fastify' {
@@ -20,8 +21,12 @@ export type ApiAccess =
       onDenied?(status: 401 | 403): void;
     };
 
-/** Probes, scrapes and the UI's static files: open to anyone (docs/security.md, "Securing Chancery"). */
-const OPEN_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/:file']);
+/**
+ * Probes, scrapes and the UI's static files: open to anyone (docs/security.md, "Securing
+ * Chancery"); and the route a dataplane's agent asks a certificate on, which checks the
+ * dataplane's own credentials as the xDS port does (certificate-routes.ts).
+ */
+const OPEN_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/:file', CERTIFICATE_ROUTE]);
 
 /**
  * Write routes whose meshes are in the body or the query, not the path: a writer passes the gate,
@@ -31,6 +36,8 @@ const BODY_MESH_ROUTES = new Set(['/apply', '/revisions/:revision/revert']);
 
 /** Routes only an admin may call, whatever the method: callers and the keys that sign tokens. */
 const ADMIN_ROUTES = [/^\/api-tokens/, /^\/meshes\/:mesh\/signing-keys/];
+/** Routes anyone may read and only an admin may write: a mesh's CAs (their keys are never answered). */
+const ADMIN_WRITE_ROUTES = [/^\/meshes\/:mesh\/ca(\/|$)/];
 
 /**
  * The API's gate (DESIGN §10): with tokens, every route but the open ones needs a valid API
@@ -66,6 +73,7 @@ export function refusalOf(caller: ApiCaller, method: string, route: string | und
   const adminOnly = route !== undefined && ADMIN_ROUTES.some((pattern) => pattern.test(route));
   if (adminOnly) return 'only an admin may manage API tokens and signing keys';
   if (method === 'GET' || method === 'HEAD') return undefined;
+  if (route !== undefined && ADMIN_WRITE_ROUTES.some((pattern) => pattern.test(route))) return 'only an admin may rotate or remove a mesh’s CAs';
   if (caller.role === 'reader') return 'a reader may only read';
   if (mesh === undefined || !caller.meshes.includes(mesh)) {
     return `a writer may write only its meshes (${caller.meshes.join(', ')})${mesh === undefined ? '' : `, not ${mesh}`}`;

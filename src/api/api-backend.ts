@@ -3,6 +3,7 @@ import type { SessionView } from '../machines/index.js';
 import type { SessionPage, SessionSummary, SessionViews, SessionWatch } from '../sessions/index.js';
 import type { FleetSession } from '../fleet/index.js';
 import type { RefusalSummary } from '../identity/index.js';
+import type { Admission } from '../xds/index.js';
 import type { InstanceRecord, ResourceStore } from '../store/index.js';
 
 /** What the HTTP API needs of a running control plane; `createControlPlane` provides it. */
@@ -52,6 +53,12 @@ export interface ApiBackend {
   now(): number;
   /** The xDS streams this instance refused (`GET /sessions` shows them). */
   refusals(): RefusalSummary;
+  /** Dataplanes calling the API as themselves (`chancery agent`): admitted as on the xDS port, and counted. Without it the certificate route is not served. */
+  readonly dataplanes?: {
+    admit(node: string, authorization: string | undefined): Admission | Promise<Admission>;
+    /** A certificate was signed for a dataplane's own key. */
+    certificateIssued(): void;
+  };
 }
 
 /** What `GET /metrics` serves: `ControlPlaneMetrics` implements it. */

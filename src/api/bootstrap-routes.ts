@@ -27,7 +27,7 @@ const GRPC_CREDENTIALS = ['insecure', 'google_default'] as const;
  * token in the `X-Chancery-Dataplane-Token` header; gRPC takes `credentials=insecure|google_default`.
  */
 export function registerBootstrapRoutes(app: FastifyInstance, { store, xdsAddress }: Pick<ApiBackend, 'store' | 'xdsAddress'>): void {
-  app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/bootstrap', takes('format', 'xds', 'adminPort', 'delta', 'caFile', 'credentials'), async (request, reply) => {
+  app.get<{ Params: { mesh: string; name: string }; Querystring: Query }>('/meshes/:mesh/dataplanes/:name/bootstrap', takes('format', 'xds', 'adminPort', 'delta', 'caFile', 'credentials', 'certificates'), async (request, reply) => {
     const { query } = request;
     const format = formatOf(query);
     const xds = xdsOf(query, xdsAddress());
@@ -39,9 +39,14 @@ export function registerBootstrapRoutes(app: FastifyInstance, { store, xdsAddres
       }
       if (token !== undefined) throw new InvalidQueryError(DATAPLANE_TOKEN_HEADER, 'a proxyless gRPC client cannot send a token from its bootstrap: give it a service account (credentials=google_default)');
       const credentials = credentialsOf(query);
-      return reply.type('application/json; charset=utf-8').send(`${JSON.stringify(grpcBootstrap(dataplane.resource, { xds, credentials }), null, 2)}\n`);
+      // The directory of the node's mTLS files (`chancery agent --dir`), on the client's host.
+      const certificates = single(query, 'certificates');
+      if (certificates === '') throw new InvalidQueryError('certificates', 'certificates must name the directory chancery agent writes');
+      const bootstrap = grpcBootstrap(dataplane.resource, { xds, credentials, ...(certificates !== undefined && { certificates }) });
+      return reply.type('application/json; charset=utf-8').send(`${JSON.stringify(bootstrap, null, 2)}\n`);
     }
     if (query['credentials'] !== undefined) throw new InvalidQueryError('credentials', 'credentials applies to format=grpc; an Envoy takes caFile and a token');
+    if (query['certificates'] !== undefined) throw new InvalidQueryError('certificates', 'certificates applies to format=grpc; an Envoy gets its certificates by SDS');
     if (Array.isArray(token) || (token !== undefined && !/^[\x21-\x7e]+$/.test(token))) {
       throw new InvalidQueryError(DATAPLANE_TOKEN_HEADER, `${DATAPLANE_TOKEN_HEADER} must be one token, without spaces`);
     }

@@ -2,7 +2,14 @@ import { ChanceryError } from '../chancery-error.js';
 import { clip } from '../excerpt.js';
 import type { ValidationIssue } from '../mesh/index.js';
 import type { ChangeWarning, InvalidSinceError, WarningsRefusedError } from '../changes/index.js';
-import type { InvalidIdentityRequestError, InvalidTokenLifetimeError } from '../identity/index.js';
+import type {
+  AuthorityInUseError,
+  DataplaneUnauthenticatedError,
+  InvalidCertificateRequestError,
+  InvalidIdentityRequestError,
+  InvalidTokenLifetimeError,
+  MtlsUnavailableError,
+} from '../identity/index.js';
 import type { ResourceKey } from '../mesh/index.js';
 import {
   type FutureRevisionError,
@@ -38,6 +45,10 @@ type HandledError =
   | StoreUnavailableError
   | InvalidTokenLifetimeError
   | InvalidIdentityRequestError
+  | AuthorityInUseError
+  | InvalidCertificateRequestError
+  | MtlsUnavailableError
+  | DataplaneUnauthenticatedError
   | WarningsRefusedError
   | InvalidSinceError;
 export type ApiErrorCode = HandledError['code'];
@@ -83,6 +94,10 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_CHANGES_INVALID_SINCE: 400,
   CHANCERY_IDENTITY_INVALID_TTL: 400,
   CHANCERY_IDENTITY_INVALID_REQUEST: 400,
+  CHANCERY_IDENTITY_CA_IN_USE: 409,
+  CHANCERY_IDENTITY_INVALID_CSR: 400,
+  CHANCERY_IDENTITY_MTLS_UNAVAILABLE: 409,
+  CHANCERY_IDENTITY_DATAPLANE_UNAUTHENTICATED: 401,
 };
 
 /** The field an error names when the error itself carries none. */

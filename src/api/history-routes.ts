@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ApiToken, Configuration, Resource, ResourceKey, ResourceType, ServiceAccountKey, SigningKey } from '../mesh/index.js';
+import type { ApiToken, CertificateAuthority, Configuration, DataplaneTls, Resource, ResourceKey, ResourceType, ServiceAccountKey, SigningKey } from '../mesh/index.js';
 import { asSeq, type Author, NotFoundError, type ResourceEvent, type ResourceStore, type Seq } from '../store/index.js';
 import { integer, type Query, takes } from './query-params.js';
 
@@ -22,7 +22,13 @@ export interface EventJson {
 }
 
 /** A resource as the API shows it: secrets left out. */
-export type ShownResource = Configuration | ServiceAccountKey | Omit<SigningKey, 'privateKey'> | Omit<ApiToken, 'secretHash'>;
+export type ShownResource =
+  | Configuration
+  | ServiceAccountKey
+  | DataplaneTls
+  | Omit<SigningKey, 'privateKey'>
+  | Omit<ApiToken, 'secretHash'>
+  | Omit<CertificateAuthority, 'privateKey'>;
 
 /** A page of events; `next` is the `after` that reads the following page. */
 export interface EventsPage {
@@ -90,9 +96,9 @@ function eventJson(event: ResourceEvent): EventJson {
   return event.kind === 'upserted' ? { ...json, resource: withoutSecrets(event.resource) } : json;
 }
 
-/** What of a resource the API may show: a signing key without its private half, an API token without its hash. */
+/** What of a resource the API may show: a signing key or CA without its private half, an API token without its hash. */
 function withoutSecrets(resource: Resource): ShownResource {
-  if (resource.type === 'SigningKey') {
+  if (resource.type === 'SigningKey' || resource.type === 'CertificateAuthority') {
     const { privateKey: _secret, ...shown } = resource;
     return shown;
   }

@@ -8,6 +8,8 @@ import { registerApplyRoutes } from './apply-routes.js';
 import type { ApiBackend } from './api-backend.js';
 import { registerBodyParsers } from './body-parsers.js';
 import { registerBootstrapRoutes } from './bootstrap-routes.js';
+import { registerCaRoutes } from './ca-routes.js';
+import { registerCertificateRoutes } from './certificate-routes.js';
 import { registerRevisionRoutes } from './revision-routes.js';
 import { answerClientError } from './client-errors.js';
 import { errorResponse, type ServerLimits } from './error-response.js';
@@ -125,6 +127,8 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
   registerRevisionRoutes(app, backend);
   registerHistoryRoutes(app, backend.store);
   registerIdentityRoutes(app, backend);
+  registerCaRoutes(app, backend);
+  if (backend.dataplanes) registerCertificateRoutes(app, { ...backend, dataplanes: backend.dataplanes });
   registerBootstrapRoutes(app, backend);
   registerSessionRoutes(app, backend);
   registerFleetRoutes(app, backend);

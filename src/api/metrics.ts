@@ -20,6 +20,8 @@ export interface ControlPlaneMetricsOptions {
   readonly sessions: () => SessionCensus;
   /** Epoch ms: the clock parked requests and event times are measured against. */
   readonly now: () => number;
+  /** The soonest `notAfter` (epoch ms) of the workload certificates this instance's nodes hold; undefined when none. */
+  readonly soonestCertificateExpiry?: () => number | undefined;
 }
 
 /** Per type URL, the labelled child of a histogram: bound once, so observing allocates nothing. */
@@ -74,6 +76,8 @@ export class ControlPlaneMetrics implements SessionCallbacks {
   readonly #rollouts: HistogramSeries;
   readonly #refusals: Counter<'reason'>;
   readonly #apiDenials: Counter<'status'>;
+  readonly #certificatesIssued: Counter;
+  readonly #certificateRenewals: Counter;
 
   constructor(options: ControlPlaneMetricsOptions) {
     this.#now = options.now;
@@ -181,6 +185,20 @@ export class ControlPlaneMetrics implements SessionCallbacks {
       registers,
     });
     for (const status of ['401', '403']) this.#apiDenials.inc({ status }, 0);
+    // Mesh mTLS (docs/mtls.md): no per-node label; per node, `GET /sessions/{node}` shows each certificate.
+    this.#certificatesIssued = new Counter({ name: 'chancery_certificates_issued_total', help: 'Workload certificates issued to nodes (renewals included).', registers });
+    this.#certificateRenewals = new Counter({ name: 'chancery_certificate_renewals_total', help: 'Workload certificates issued to replace one the node held.', registers });
+    new Gauge({
+      name: 'chancery_certificate_soonest_expiry_seconds',
+      help: 'Seconds until the soonest-expiring workload certificate this instance holds for a node expires (absent: none): alert well before 0.',
+      aggregator: 'min',
+      registers,
+      collect() {
+        const soonest = options.soonestCertificateExpiry?.();
+        this.reset();
+        if (soonest !== undefined) this.set((soonest - now()) / 1000);
+      },
+    });
     this.#changeFeedLag = new CountedHistogram(
       'chancery_change_feed_lag_seconds',
       "Time from a store event's write to this instance applying it to its projection.",
@@ -198,6 +216,12 @@ export class ControlPlaneMetrics implements SessionCallbacks {
   /** A write's rollout was found complete: `seconds` from the write to the last affected node's ACK. */
   rolledOut(seconds: number): void {
     this.#rollouts.observe(seconds);
+  }
+
+  /** A workload certificate was issued; `renewal` when it replaced one the node held. */
+  certificateIssued(renewal: boolean): void {
+    this.#certificatesIssued.inc();
+    if (renewal) this.#certificateRenewals.inc();
   }
 
   /** Counts changes of session state; a step within one (`catching-up` to `generating`) is not one. */

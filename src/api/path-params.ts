@@ -27,6 +27,8 @@ const PATH_PARAMETERS: Readonly<Record<string, Rule>> = {
   node: nodeId,
   kid: keyId,
   revision,
+  // A mesh CA's id (ca-1, ca-2, …).
+  id: dnsLabel,
   // The UI's files: one that is not served is a 404 (ui-routes.ts).
   file: () => undefined,
 };

@@ -1,4 +1,4 @@
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE, SHORT_NAME, type EncodedResource, type Snapshot, type TypeSnapshot, type TypeUrl } from '../xds/index.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, SHORT_NAME, type EncodedResource, type Snapshot, type TypeSnapshot, type TypeUrl } from '../xds/index.js';
 import type { TypeSubscription } from './node-facts.js';
 
 /** What a node holds of each type from a snapshot: its resources by name. */
@@ -24,6 +24,7 @@ const CHAINS = [
  *
  * The names a wildcard subscriber asks for follow what its parents name in this snapshot, not
  * its current subscription: after a change, Envoy asks for the EDS of the clusters it has then.
+ * Secrets (SDS) are those its Listeners and Clusters name (I8).
  */
 export function heldResources(snapshot: Snapshot, subscriptions: Readonly<Record<string, TypeSubscription>> = {}): Held {
   const held = {} as Record<TypeUrl, ReadonlyMap<string, EncodedResource>>;
@@ -36,6 +37,9 @@ export function heldResources(snapshot: Snapshot, subscriptions: Readonly<Record
     held[parent] = parents;
     held[child] = select(snapshot.types[child], { wildcard: false, names: [...named] });
   }
+  const secrets = new Set<string>();
+  for (const type of [LISTENER, CLUSTER] as const) for (const resource of held[type].values()) for (const name of resource.secrets) secrets.add(name);
+  held[SECRET] = select(snapshot.types[SECRET], { wildcard: false, names: [...secrets] });
   return held;
 }
 

@@ -1,4 +1,4 @@
-import { isCredential, keyOf, type Resource, type ResourceKey } from '../mesh/index.js';
+import { CONFIGURATION_TYPES, keyOf, type Resource, type ResourceKey } from '../mesh/index.js';
 import { checkpointOf, sameResource, type Projection, type Stored, type Write } from '../store/index.js';
 
 /** One resource that differs between two revisions. */
@@ -15,9 +15,10 @@ export interface ResourceChange {
 const ORDER: Readonly<Record<string, number>> = { Mesh: 0 };
 
 /**
- * The configuration resources that differ between `from` and `to` (in `mesh` alone when
- * given), in apply order. Credentials (keys, tokens) are left out: going back to a revision
- * must not make a revoked key verify again, nor remove a key made since.
+ * The configuration resources (what users write: Meshes, Dataplanes, policies) that differ
+ * between `from` and `to` (in `mesh` alone when given), in apply order. Credentials (keys,
+ * tokens, CAs) are left out, as going back to a revision must not make a revoked key verify
+ * again, nor remove a key made since; and so are statuses Chancery writes itself (DataplaneTls).
  */
 export function resourceChanges(from: Projection, to: Projection, mesh?: string): ResourceChange[] {
   const was = configurationOf(from, mesh);
@@ -54,7 +55,7 @@ export function revertWrites(then: Projection, now: Projection, mesh?: string): 
 function configurationOf(projection: Projection, mesh: string | undefined): Map<string, Stored<Resource>> {
   const out = new Map<string, Stored<Resource>>();
   for (const stored of checkpointOf(projection).resources) {
-    if (isCredential(stored.resource)) continue;
+    if (!(CONFIGURATION_TYPES as readonly string[]).includes(stored.resource.type)) continue;
     const key = keyOf(stored.resource);
     if (mesh !== undefined && key.mesh !== mesh) continue;
     out.set(`${key.type}\0${key.mesh}\0${key.name}`, stored);

@@ -1,4 +1,4 @@
-import { nodeIdOf, serviceResourceName, type Dataplane, type GenerationInput, type MeshResources } from '../mesh/index.js';
+import { mtlsModeOf, nodeIdOf, serviceResourceName, type Dataplane, type GenerationInput, type MeshResources } from '../mesh/index.js';
 import { hasTags, selects, type MeshHTTPRoute } from '../policies/index.js';
 import type { FleetFacts } from './node-facts.js';
 
@@ -37,6 +37,20 @@ export type ChangeWarning =
       /** The nodes the route applies to that call its service. */
       readonly callers: number;
       readonly nodes: readonly string[];
+      readonly message: string;
+    }
+  | {
+      /**
+       * A mesh switched to `strict` mTLS while some endpoints of a service had not reported an
+       * inbound accepting TLS (an app without a sidecar, a gRPC server, an Envoy not yet on
+       * `permissive`): clients turn to TLS to them at once, and their calls fail.
+       */
+      readonly kind: 'strict-mtls-plaintext-endpoints';
+      readonly mesh: string;
+      readonly service: string;
+      /** The service's endpoints (Dataplanes) that cannot accept TLS, the first of them, and how many. */
+      readonly dataplanes: readonly string[];
+      readonly count: number;
       readonly message: string;
     }
   | {
@@ -148,7 +162,42 @@ const routeShareWithoutEndpoints: Rule = ({ facts }, mesh, was, is) => {
   return warnings;
 };
 
-const RULES: readonly Rule[] = [serviceLosesLastEndpoint, routeShareWithoutEndpoints, connectedDataplaneDeleted];
+/**
+ * docs/mtls.md: go strict only once every inbound reports `permissive`. In strict, an endpoint
+ * that never reported is taken for a new one whose first configuration is strict; one that
+ * existed before the switch and reported plaintext, or nothing, may well not be able to take TLS.
+ */
+const strictMtlsWithPlaintextEndpoints: Rule = (_change, mesh, was, is) => {
+  if (was === undefined || is === undefined) return [];
+  if (mtlsModeOf(was.mesh.resource) === 'strict' || mtlsModeOf(is.mesh.resource) !== 'strict') return [];
+  const plaintext = new Map<string, string[]>();
+  for (const [name, { resource }] of is.dataplanes) {
+    // A Dataplane written with the switch is new: its very first configuration is strict.
+    if (!was.dataplanes.has(name)) continue;
+    const status = was.tls.get(name)?.resource.inbound;
+    if (status === 'permissive' || status === 'strict') continue;
+    for (const { tags } of resource.networking.inbound) {
+      const list = plaintext.get(tags.service) ?? [];
+      if (!list.includes(name)) list.push(name);
+      plaintext.set(tags.service, list);
+    }
+  }
+  return [...plaintext.keys()].sort().map((service) => {
+    const all = plaintext.get(service)!.sort();
+    const dataplanes = all.slice(0, NAMED_CALLERS);
+    const more = all.length > dataplanes.length ? ` and ${all.length - dataplanes.length} more` : '';
+    return {
+      kind: 'strict-mtls-plaintext-endpoints' as const,
+      mesh,
+      service,
+      dataplanes,
+      count: all.length,
+      message: `mesh ${mesh} switches to strict mTLS while ${all.length} endpoint${all.length === 1 ? '' : 's'} of service ${service} (${dataplanes.join(', ')}${more}) ${all.length === 1 ? 'has' : 'have'} not reported an inbound accepting TLS: calls to them will fail; go through permissive first (docs/mtls.md)`,
+    };
+  });
+};
+
+const RULES: readonly Rule[] = [serviceLosesLastEndpoint, routeShareWithoutEndpoints, strictMtlsWithPlaintextEndpoints, connectedDataplaneDeleted];
 
 /** A MeshHTTPRoute share whose target has no endpoint in the mesh. */
 interface DanglingShare {

@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { type CliIo, stopSignal } from './cli-io.js';
 import type { Command } from './command.js';
 import { apiTokenCommand } from './commands/api-token-command.js';
+import { agentCommand } from './commands/agent-command.js';
 import { applyCommand } from './commands/apply-command.js';
 import { bootstrapCommand } from './commands/bootstrap-command.js';
 import { caCommand } from './commands/ca-command.js';
@@ -36,6 +37,7 @@ const COMMANDS: readonly Command[] = [
   keyCommand,
   apiTokenCommand,
   caCommand,
+  agentCommand,
 ];
 
 const OVERVIEW = `Usage: chancery COMMAND [options]

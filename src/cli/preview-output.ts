@@ -3,7 +3,7 @@ import { formatTable } from './format-table.js';
 import { unifiedDiff } from './line-diff.js';
 
 /** Short type names in push order (I5), as the table's columns. */
-const TYPES = ['CDS', 'EDS', 'LDS', 'RDS'] as const;
+const TYPES = ['CDS', 'EDS', 'LDS', 'RDS', 'SDS'] as const;
 
 /** Nodes the text output lists; `-o json` and `-o diff` show every one. */
 const LISTED_NODES = 20;

@@ -1,6 +1,6 @@
-import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
-import forge from 'node-forge';
+import { EC_P256, newEcKeyPair, privateKeyPem, randomSerial, signingKeyOf, x509 } from './x509.js';
 
 const DAY = 86_400_000;
 
@@ -11,49 +11,60 @@ export interface CertifiedKey {
 }
 
 /**
- * A new certificate authority for development (`chancery ca init`): a self-signed RSA-2048
+ * A new certificate authority for development (`chancery ca init`): a self-signed ECDSA P-256
  * certificate that may sign certificates (and nothing below it may), and its key.
  */
-export function createCertificateAuthority(options: { readonly name: string; readonly days: number; readonly now?: Date }): CertifiedKey {
-  const { publicKey, privateKey, pem } = rsaKeyPair();
-  const certificate = certificateFor(publicKey, options);
-  const subject = [{ name: 'commonName', value: options.name }];
-  certificate.setSubject(subject);
-  certificate.setIssuer(subject);
-  certificate.setExtensions([
-    { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
-    { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
-    { name: 'subjectKeyIdentifier' },
-  ]);
-  certificate.sign(privateKey, forge.md.sha256.create());
-  return { certificate: forge.pki.certificateToPem(certificate), privateKey: pem };
+export async function createCertificateAuthority(options: { readonly name: string; readonly days: number; readonly now?: Date }): Promise<CertifiedKey> {
+  const keys = await newEcKeyPair();
+  const notBefore = options.now ?? new Date();
+  const certificate = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: randomSerial(),
+    name: [{ CN: [options.name] }],
+    notBefore,
+    notAfter: new Date(notBefore.getTime() + options.days * DAY),
+    keys,
+    signingAlgorithm: EC_P256,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
+  });
+  return { certificate: certificate.toString('pem'), privateKey: await privateKeyPem(keys.privateKey) };
 }
 
 /**
  * A certificate for `hosts` (DNS names and IP addresses; the first is also its common name),
- * signed by `authority`, for a server and as a client certificate (`chancery ca issue`).
+ * signed by `authority`, for a server and as a client certificate (`chancery ca issue`). Rejects
+ * when `authority` is not a certificate and its key.
  */
-export function issueCertificate(
+export async function issueCertificate(
   authority: CertifiedKey,
   options: { readonly hosts: readonly string[]; readonly days: number; readonly now?: Date },
-): CertifiedKey {
-  const issuer = forge.pki.certificateFromPem(authority.certificate);
-  const signingKey = forge.pki.privateKeyFromPem(authority.privateKey);
-  const { publicKey, pem } = rsaKeyPair();
-  const certificate = certificateFor(publicKey, options);
-  certificate.setSubject([{ name: 'commonName', value: options.hosts[0] ?? 'chancery' }]);
-  certificate.setIssuer(issuer.subject.attributes);
-  certificate.setExtensions([
-    { name: 'basicConstraints', cA: false, critical: true },
-    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
-    { name: 'extKeyUsage', serverAuth: true, clientAuth: true },
-    // Types 2 and 7 of RFC 5280's GeneralName: dNSName, iPAddress.
-    { name: 'subjectAltName', altNames: options.hosts.map((host) => (isIP(host) === 0 ? { type: 2, value: host } : { type: 7, ip: host })) },
-    { name: 'subjectKeyIdentifier' },
-    { name: 'authorityKeyIdentifier', keyIdentifier: issuer.generateSubjectKeyIdentifier().getBytes() },
-  ]);
-  certificate.sign(signingKey, forge.md.sha256.create());
-  return { certificate: forge.pki.certificateToPem(certificate), privateKey: pem };
+): Promise<CertifiedKey> {
+  const issuer = new x509.X509Certificate(authority.certificate);
+  const signing = await signingKeyOf(authority.privateKey);
+  const keys = await newEcKeyPair();
+  const notBefore = options.now ?? new Date();
+  const certificate = await x509.X509CertificateGenerator.create({
+    serialNumber: randomSerial(),
+    subject: [{ CN: [options.hosts[0] ?? 'chancery'] }],
+    issuer: issuer.subjectName,
+    notBefore,
+    notAfter: new Date(notBefore.getTime() + options.days * DAY),
+    publicKey: keys.publicKey,
+    signingKey: signing.key,
+    signingAlgorithm: signing.algorithm,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+      new x509.SubjectAlternativeNameExtension(options.hosts.map((host) => ({ type: isIP(host) === 0 ? 'dns' : 'ip', value: host }))),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      await x509.AuthorityKeyIdentifierExtension.create(issuer),
+    ],
+  });
+  return { certificate: certificate.toString('pem'), privateKey: await privateKeyPem(keys.privateKey) };
 }
 
 /** The DNS names and IP addresses a PEM certificate is valid for (its subject alternative names). */
@@ -67,24 +78,4 @@ export function namesOfCertificate(pem: string | Buffer): string[] {
     // Node spells IPv6 out in full (0:0:0:0:0:0:0:1); a URL's host is the short form (::1).
     return [isIP(value) === 6 ? new URL(`https://[${value}]/`).hostname.slice(1, -1) : value];
   });
-}
-
-/** An RSA-2048 pair made by Node (forge's own generation is pure JavaScript, and slow). */
-function rsaKeyPair(): { publicKey: forge.pki.PublicKey; privateKey: forge.pki.rsa.PrivateKey; pem: string } {
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
-  const key = forge.pki.privateKeyFromPem(privateKey) as forge.pki.rsa.PrivateKey;
-  return { publicKey: forge.pki.setRsaPublicKey(key.n, key.e), privateKey: key, pem: privateKey };
-}
-
-function certificateFor(publicKey: forge.pki.PublicKey, options: { readonly days: number; readonly now?: Date }): forge.pki.Certificate {
-  const certificate = forge.pki.createCertificate();
-  certificate.publicKey = publicKey;
-  // 16 random bytes with the top bit clear: a positive serial, as RFC 5280 requires.
-  const serial = randomBytes(16);
-  serial[0]! &= 0x7f;
-  certificate.serialNumber = serial.toString('hex');
-  const notBefore = options.now ?? new Date();
-  certificate.validity.notBefore = notBefore;
-  certificate.validity.notAfter = new Date(notBefore.getTime() + options.days * DAY);
-  return certificate;
 }

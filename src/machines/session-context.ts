@@ -1,5 +1,5 @@
 import type { Snapshot, Ledger, TypeStatus } from '../xds/index.js';
-import type { GenerationFailure, StreamInfo } from './session-events.js';
+import type { CertificateInfo, GenerationFailure, StreamInfo } from './session-events.js';
 
 /**
  * What a session holds, by state of the chart (`awaiting-snapshot` for each of its steps).
@@ -36,6 +36,10 @@ export interface SessionContext {
   readonly attempted: number;
   /** Why the last generation failed, while the failure stands (I1: shown, never pushed). */
   readonly error?: GenerationFailure;
+  /** The workload certificate last issued to the node, in a mesh with mTLS. */
+  readonly certificate?: CertificateInfo;
+  /** Why the last issue of a certificate failed, until one succeeds (I8: the node keeps what it holds). */
+  readonly certificateError?: string;
 }
 
 /**

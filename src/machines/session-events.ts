@@ -65,7 +65,25 @@ export type SessionEvent =
   | { readonly type: 'store.advanced'; readonly at: number; readonly revision: number; readonly generate: Generate }
   /** The watchdog's safety-net tick, with the store's current revision and how to read a node's configuration at it. */
   | { readonly type: 'watchdog.ticked'; readonly at: number; readonly revision: number; readonly generate: Generate }
-  | { readonly type: 'shutdown.requested'; readonly at: number; readonly reason: string };
+  | { readonly type: 'shutdown.requested'; readonly at: number; readonly reason: string }
+  /** The node's workload certificate was issued (docs/mtls.md); `generate` reads its configuration, which holds it. */
+  | { readonly type: 'certificate.issued'; readonly at: number; readonly certificate: CertificateInfo; readonly generate: Generate }
+  /** Issuing failed (the store down, the mesh without a CA): the node keeps what it holds, and it is tried again. */
+  | { readonly type: 'certificate.failed'; readonly at: number; readonly reason: string }
+  /** The node's certificate reached 2/3 of its life, or a failed issue is due again: time to issue one (I8). */
+  | { readonly type: 'certificate.due'; readonly at: number };
+
+/** What the session shows of the certificate it was last issued (the key stays with the instance). */
+export interface CertificateInfo {
+  readonly spiffeIds: readonly string[];
+  readonly serial: string;
+  /** The id of the CA that signed it. */
+  readonly issuer: string;
+  /** Epoch ms. */
+  readonly notAfter: number;
+  /** Epoch ms: when it is renewed (2/3 of its life). */
+  readonly renewAt: number;
+}
 
 export type SessionEventType = SessionEvent['type'];
 
@@ -82,4 +100,6 @@ export type SessionIntent =
   | { readonly type: 'catchUp'; readonly streamId: string }
   | { readonly type: 'send'; readonly streamId: string; readonly response: XdsResponse }
   | { readonly type: 'end'; readonly streamId: string; readonly status: EndStatus }
-  | { readonly type: 'nacked'; readonly typeUrl: TypeUrl; readonly version: string; readonly nonce: string; readonly message: string };
+  | { readonly type: 'nacked'; readonly typeUrl: TypeUrl; readonly version: string; readonly nonce: string; readonly message: string }
+  /** Issue the node a workload certificate, then answer with `certificate.issued` or `certificate.failed`. */
+  | { readonly type: 'issueCertificate' };

@@ -5,7 +5,7 @@ import { openLedger, type Snapshot } from '../xds/index.js';
 import { isBehind, servedSnapshot, streamPhase, type SessionContext, type SessionInput } from './session-context.js';
 import { answerIntents, pushIntents, type Effects } from './session-effects.js';
 import type { EndStatus, SessionEvent, SessionIntent } from './session-events.js';
-import { isDataplaneGone } from './generation-failure.js';
+import { isDataplaneGone, needsCertificate } from './generation-failure.js';
 
 /** The part of `enqueueActions`' `enqueue` a step needs. */
 interface Enqueue {
@@ -64,7 +64,7 @@ export const sessionSetup = setup({
     // change, not a request and its answer (bench/README.md). A failure is asked for again, so
     // that it arrives as its own event, which the story records with its reason.
     regenerate: enqueueActions(({ context, event, enqueue }) => {
-      assertEvent(event, ['store.advanced', 'watchdog.ticked']);
+      assertEvent(event, ['store.advanced', 'watchdog.ticked', 'certificate.issued']);
       const generation = event.generate(context.node);
       if (generation.ok) serve(context, enqueue, generation.snapshot, event.at);
       else enqueue.emit({ type: 'generate' });
@@ -76,6 +76,15 @@ export const sessionSetup = setup({
     record: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, ['xds.requested', 'xds.acked', 'xds.nacked']);
       apply(context, enqueue, answerIntents(streamPhase(context).ledger, event.request, event.at, undefined));
+    }),
+    requestCertificate: emit({ type: 'issueCertificate' }),
+    recordCertificate: assign(({ event }) => {
+      assertEvent(event, 'certificate.issued');
+      return { certificate: event.certificate, certificateError: undefined };
+    }),
+    recordCertificateFailure: assign(({ event }) => {
+      assertEvent(event, 'certificate.failed');
+      return { certificateError: event.reason };
     }),
     recordFailure: assign(({ event }) => {
       assertEvent(event, 'snapshot.failed');
@@ -100,6 +109,7 @@ export const sessionSetup = setup({
     },
     behind: ({ context, event }) => 'revision' in event && isBehind(context, event.revision),
     dataplaneGone: ({ event }) => event.type === 'snapshot.failed' && isDataplaneGone(event.error),
+    certificateNeeded: ({ event }) => event.type === 'snapshot.failed' && needsCertificate(event.error),
     // The node says it holds configuration: it may come from an instance whose store was ahead.
     holdsConfiguration: ({ context }) => streamPhase(context).ledger.holdsConfiguration(),
   },
@@ -144,6 +154,10 @@ export const sessionMachine = sessionSetup.createMachine({
         'watchdog.ticked': { guard: 'behind', actions: 'requestSnapshot' },
         'stream.closed': { guard: 'currentStream', target: '#disconnected', actions: 'release' },
         'stream.opened': { target: '#awaiting-snapshot', reenter: true, actions: ['supersede', 'adoptStream'] },
+        // Certificates (docs/mtls.md): issued at the edge, recorded here; a failure keeps what the node holds (I8).
+        'certificate.issued': { actions: 'recordCertificate' },
+        'certificate.failed': { actions: 'recordCertificateFailure' },
+        'certificate.due': { actions: 'requestCertificate' },
         'shutdown.requested': {
           target: '#evicted',
           actions: { type: 'endStream', params: ({ event }) => ({ code: 'UNAVAILABLE', message: event.reason }) },
@@ -158,7 +172,10 @@ export const sessionMachine = sessionSetup.createMachine({
               target: '#serving',
               actions: { type: 'push', params: ({ event }) => ({ snapshot: event.snapshot }) },
             },
-            'snapshot.failed': { actions: 'recordFailure' },
+            'snapshot.failed': [
+              { guard: 'certificateNeeded', actions: ['recordFailure', 'requestCertificate'] },
+              { actions: 'recordFailure' },
+            ],
           },
           states: {
             arriving: {
@@ -189,6 +206,10 @@ export const sessionMachine = sessionSetup.createMachine({
             generating: {
               id: 'generating',
               entry: 'requestSnapshot',
+              on: {
+                // Generation waited for the certificate: it goes again, now that the node has one.
+                'certificate.issued': { target: '#generating', reenter: true, actions: 'recordCertificate' },
+              },
             },
           },
         },
@@ -204,9 +225,13 @@ export const sessionMachine = sessionSetup.createMachine({
                 target: '#evicted',
                 actions: { type: 'endStream', params: ({ event }) => ({ code: 'NOT_FOUND', message: event.error.message }) },
               },
+              // The node keeps what it holds meanwhile (I8).
+              { guard: 'certificateNeeded', actions: ['recordFailure', 'requestCertificate'] },
               // Any other failure keeps the configuration the node has; it is shown, never pushed (I1).
               { actions: 'recordFailure' },
             ],
+            // A renewal is a push of its new Secret (the Listeners and Clusters name it, unchanged).
+            'certificate.issued': { actions: ['recordCertificate', 'regenerate'] },
             'xds.requested': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
             'xds.acked': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
             'xds.nacked': { guard: 'currentStream', actions: { type: 'answer', params: ({ context }) => ({ snapshot: servedSnapshot(context) }) } },
@@ -220,6 +245,8 @@ export const sessionMachine = sessionSetup.createMachine({
       on: {
         'stream.opened': { target: '#awaiting-snapshot', actions: 'adoptStream' },
         'shutdown.requested': { target: '#evicted' },
+        'certificate.issued': { actions: 'recordCertificate' },
+        'certificate.failed': { actions: 'recordCertificateFailure' },
       },
     },
     evicted: {

@@ -1,6 +1,7 @@
 import type { SnapshotFrom } from 'xstate';
 import { isoTime } from '../iso-time.js';
-import type { StreamAuthentication } from '../xds/index.js';
+import { inboundAcceptance, tlsFactsOf } from '../mesh/index.js';
+import { LISTENER, type Ledger, type Snapshot, type StreamAuthentication } from '../xds/index.js';
 import type { SessionMachine } from './session-machine.js';
 import { sessionStateOf, stateIdOf } from './session-states.js';
 import type { SessionView, TransitionRecord } from './session-view.js';
@@ -33,9 +34,28 @@ export function viewOf(
     }),
     ...(phase.state === 'serving' && { revision: phase.snapshot.revision }),
     ...(context.error && { error: { code: context.error.code, message: context.error.message } }),
+    ...(context.certificate && {
+      certificate: {
+        spiffeIds: context.certificate.spiffeIds,
+        serial: context.certificate.serial,
+        issuer: context.certificate.issuer,
+        notAfter: isoTime(context.certificate.notAfter),
+        renewAt: isoTime(context.certificate.renewAt),
+      },
+    }),
+    ...(context.certificateError !== undefined && { certificateError: context.certificateError }),
+    ...(phase.state === 'serving' && inboundView(phase.snapshot, phase.ledger)),
     types,
     transitions,
   };
+}
+
+/** What the node's inbound accepts of mTLS, in a mesh that has it. */
+function inboundView(snapshot: Snapshot, ledger: Ledger): Pick<SessionView, 'inbound'> | undefined {
+  const facts = tlsFactsOf(snapshot);
+  if (facts === undefined) return undefined;
+  const { inbound, reason } = inboundAcceptance(facts, ledger.report(LISTENER)?.subscription);
+  return { inbound: { accepts: inbound, ...(reason !== undefined && { reason }) } };
 }
 
 function authenticationView(authentication: StreamAuthentication): NonNullable<SessionView['stream']>['authentication'] {

@@ -36,7 +36,21 @@ export interface SessionView {
   readonly revision?: number;
   /** Why no snapshot could be generated, while that is so (I1: shown, never pushed). */
   readonly error?: { readonly code: string; readonly message: string };
-  /** Keyed by short name: CDS, EDS, LDS, RDS. */
+  /** In a mesh with mTLS: the workload certificate last issued to the node (docs/mtls.md). */
+  readonly certificate?: {
+    readonly spiffeIds: readonly string[];
+    readonly serial: string;
+    /** The id of the mesh CA that signed it. */
+    readonly issuer: string;
+    readonly notAfter: string;
+    /** When it is renewed: at 2/3 of its life. */
+    readonly renewAt: string;
+  };
+  /** Why the last issue of a certificate failed, until one succeeds (I8: the node keeps what it holds). */
+  readonly certificateError?: string;
+  /** In a mesh with mTLS: what the node's inbound accepts, and why when it is not what the mesh says (a proxyless gRPC node). */
+  readonly inbound?: { readonly accepts: 'plaintext' | 'permissive' | 'strict'; readonly reason?: string };
+  /** Keyed by short name: CDS, EDS, LDS, RDS, SDS. */
   readonly types: Readonly<Record<string, TypeStatus>>;
   readonly transitions: readonly TransitionRecord[];
 }

@@ -119,7 +119,21 @@ export interface GrpcBootstrapOptions {
   /** Where the gRPC client dials Chancery (or the balancer in front of it). */
   readonly xds: HostPort;
   readonly credentials: GrpcChannelCredentials;
+  /** The directory `chancery agent` keeps the node's mTLS files in, on the client's host. */
+  readonly certificates?: string;
 }
+
+/** The certificate provider instance gRPC's TLS contexts name (gRFC A29): the files of `chancery agent`. */
+export const CERTIFICATE_PROVIDER = 'chancery';
+
+/**
+ * How often gRPC reads the agent's files again: required by grpc-js, and short beside any
+ * certificate's renewal window (a third of its life, at least 10 s for the shortest, 30 s).
+ */
+const PROVIDER_REFRESH = '5s';
+
+/** The listener name an xDS-enabled gRPC server asks for (gRFC A36): its address and port follow. */
+export const SERVER_LISTENER_TEMPLATE = 'grpc/server?xds.resource.listening_address=%s';
 
 /**
  * The JSON a proxyless gRPC client reads from `GRPC_XDS_BOOTSTRAP` (gRFC A27): one xDS server
@@ -134,7 +148,27 @@ export function grpcBootstrap(dataplane: Valid<Dataplane>, options: GrpcBootstra
       // The locality Chancery gives every endpoint of the mesh (service-resources.ts).
       locality: { region: dataplane.mesh, zone: 'default' },
     },
+    ...(options.certificates !== undefined && {
+      // gRPC reads certificates from files, never by SDS (A29); the agent swaps all three at once.
+      certificate_providers: {
+        [CERTIFICATE_PROVIDER]: {
+          plugin_name: 'file_watcher',
+          config: {
+            certificate_file: joinPath(options.certificates, 'cert-chain.pem'),
+            private_key_file: joinPath(options.certificates, 'key.pem'),
+            ca_certificate_file: joinPath(options.certificates, 'root-cert.pem'),
+            refresh_interval: PROVIDER_REFRESH,
+          },
+        },
+      },
+      server_listener_resource_name_template: SERVER_LISTENER_TEMPLATE,
+    }),
   };
+}
+
+/** A path on the client's host: joined with `/`, as it is read there, whatever this host is. */
+function joinPath(dir: string, file: string): string {
+  return `${dir.replace(/\/+$/, '')}/${file}`;
 }
 
 /** Envoy's `node.cluster`: the service the dataplane serves, or its own name when it serves none. */

@@ -1,5 +1,5 @@
 import type { Policy } from '../policies/index.js';
-import type { Dataplane, Mesh, Resource, Valid } from './resources.js';
+import type { CertificateAuthority, Dataplane, DataplaneTls, Mesh, Resource, Valid } from './resources.js';
 
 /**
  * What the generator reads of a store revision. The store's projection is one (src/store adds
@@ -15,6 +15,10 @@ export interface GenerationInput {
 export interface MeshResources {
   readonly mesh: Held<Mesh>;
   readonly dataplanes: ReadonlyMap<string, Held<Dataplane>>;
+  /** The mesh's CAs by id: its trust bundle, and which of them signs. */
+  readonly authorities: ReadonlyMap<string, Held<CertificateAuthority>>;
+  /** What each dataplane has ACKed of mTLS, by dataplane name (src/mesh/tls-readiness.ts). */
+  readonly tls: ReadonlyMap<string, Held<DataplaneTls>>;
   /**
    * The mesh's traffic policies by `policyId` (`MeshTimeout/timeout-global`): the same object
    * while no policy changes, so what is derived from them is derived once. Left out, none.

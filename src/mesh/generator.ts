@@ -2,7 +2,9 @@ import {
   CLUSTER,
   ENDPOINT,
   LISTENER,
+  ResourceSet,
   ROUTE,
+  SECRET,
   sealSnapshot,
   type EmptyConfigurationError,
   type MissingReferenceError,
@@ -14,15 +16,20 @@ import { MeshPolicies } from '../policies/index.js';
 import { grpcNamedSets } from './grpc-profiles.js';
 import { meshServices } from './mesh-services.js';
 import { nodeEndpoints } from './node-endpoints.js';
-import { nodeResources } from './node-resources.js';
+import { nodeResources, PLAINTEXT, type NodeTlsPlan } from './node-resources.js';
 import { parseNodeId } from './node-id.js';
+import type { Dataplane } from './resources.js';
+import { CertificateNeededError, certificateProblem, meshTls, nodeSecrets, type MeshTls, type NodeCertificate } from './tls-contexts.js';
+import { recordTlsFacts } from './tls-readiness.js';
+import { grpcClusters, grpcListeners, serverListeners } from './grpc-tls.js';
 
 export type GenerateError =
   | InvalidNodeIdError
   | MeshNotFoundError
   | DataplaneNotFoundError
   | EmptyConfigurationError
-  | MissingReferenceError;
+  | MissingReferenceError
+  | CertificateNeededError;
 
 export type GenerateResult =
   | { readonly ok: true; readonly snapshot: Snapshot }
@@ -36,8 +43,12 @@ export type GenerateResult =
  * policies select (for every node of a mesh without policies). Encoding happens only for
  * what changed since the last call: a Dataplane or mesh left as it was costs no encoding.
  * Returns an error, never a placeholder, when there is nothing to push (I1).
+ *
+ * In a mesh with mTLS, `certificate` is the node's workload certificate, which the instance
+ * serving it issued (it is random, so it is an input, not made here): without a usable one the
+ * answer is `CertificateNeededError`, never a configuration naming a Secret it cannot hold (I8).
  */
-export function generate(node: string, projection: GenerationInput): GenerateResult {
+export function generate(node: string, projection: GenerationInput, certificate?: NodeCertificate): GenerateResult {
   const { revision } = projection;
   const id = parseNodeId(node);
   if (!id.ok) return { ok: false, error: new InvalidNodeIdError(node, revision, id.reason) };
@@ -50,16 +61,49 @@ export function generate(node: string, projection: GenerationInput): GenerateRes
   const services = meshServices(state);
   // The policies selecting the node, matched by a pure function of the mesh at this revision (I9).
   const selection = MeshPolicies.of(state.policies, state).select(dataplane.resource.networking);
-  const own = nodeResources(dataplane, services, selection);
   const grpc = grpcNamedSets(services, selection);
-  return sealSnapshot({
+  const tls = meshTls(state);
+  let plan = PLAINTEXT;
+  let secrets = ResourceSet.empty;
+  let clusters = grpc.clusters;
+  let listeners = services.listeners;
+  if (tls.mode !== 'disabled') {
+    const problem = certificateProblem(dataplane.resource, certificate, state);
+    if (problem !== undefined) return { ok: false, error: new CertificateNeededError(node, revision, problem) };
+    plan = tlsPlan(dataplane.resource, tls);
+    secrets = nodeSecrets(tls, certificate!);
+    // Proxyless gRPC: its clusters and server listeners name the certificate files of its bootstrap.
+    clusters = grpcClusters(id.mesh, grpc.clusters, tls);
+    listeners = grpcListeners(services, serverListeners(state, tls.mode === 'strict'));
+  }
+  const own = nodeResources(dataplane, services, selection, plan);
+  const sealed = sealSnapshot({
     node,
     revision,
     types: {
-      [CLUSTER]: { wildcard: own.clusters, named: grpc.clusters },
+      [CLUSTER]: { wildcard: own.clusters, named: clusters },
       [ENDPOINT]: { wildcard: nodeEndpoints(services, own), named: grpc.endpoints },
-      [LISTENER]: { wildcard: own.listeners, named: services.listeners },
+      [LISTENER]: { wildcard: own.listeners, named: listeners },
       [ROUTE]: { wildcard: own.routes, named: grpc.routes },
+      [SECRET]: { wildcard: secrets, named: [] },
     },
   });
+  // What the node will hold once it ACKs this snapshot, for the status its instance writes then (tls-readiness.ts).
+  if (sealed.ok && (tls.mode !== 'disabled' || state.tls.has(id.name))) {
+    recordTlsFacts(sealed.snapshot, {
+      issuer: tls.mode === 'disabled' ? '' : certificate!.issuer,
+      trusts: tls.mode === 'disabled' ? [] : [...state.authorities.keys()].sort(),
+      inbound: plan.inbound,
+      grpcServerInbound: tls.mode === 'strict' ? 'strict' : 'plaintext',
+    });
+  }
+  return sealed;
+}
+
+/** Which of an Envoy's listeners and clusters speak mTLS in its mesh now. */
+function tlsPlan(dataplane: Dataplane, tls: MeshTls): NodeTlsPlan {
+  const inbound = tls.mode === 'strict' ? 'strict' : 'permissive';
+  const outbound = [...new Set(dataplane.networking.outbound.map(({ service }) => service))].sort();
+  const tlsTo = outbound.filter((service) => tls.clientTls(service));
+  return { key: `${inbound} ${tlsTo.join(',')}`, mesh: dataplane.mesh, inbound, outboundTls: (service) => tlsTo.includes(service) };
 }

@@ -1,8 +1,25 @@
-export { validate, type ValidationIssue, type ValidationResult } from './validate.js';
+export { CERTIFICATE_TTL, validate, type ValidationIssue, type ValidationResult } from './validate.js';
+export {
+  authoritiesOf,
+  authorityId,
+  authorityOrdinal,
+  certificateTtlOf,
+  mtlsModeOf,
+  notYetTrusting,
+  renewalDue,
+  RENEWAL_POINT,
+  serviceSpiffeId,
+  signingAuthority,
+  spiffeIdsOf,
+  spiffeTrustDomain,
+  trustBundleOf,
+} from './mesh-tls.js';
 export { RESOURCE_LIMITS } from './limits.js';
 export { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
 export { nodeIdOf, parseNodeId, type NodeIdParse } from './node-id.js';
-export { inboundListenerName, localClusterName, outboundListenerName, serviceResourceName } from './names.js';
+export { IDENTITY_SECRET, SERVER_LISTENER_PREFIX, serverListenerName, inboundListenerName, localClusterName, outboundListenerName, serviceResourceName, trustSecretName } from './names.js';
+export { CertificateNeededError, type NodeCertificate } from './tls-contexts.js';
+export { inboundAcceptance, sameTlsFacts, tlsFactsOf, type InboundAcceptance, type SnapshotTlsFacts, type TlsFacts } from './tls-readiness.js';
 export { generate, type GenerateError, type GenerateResult } from './generator.js';
 export { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from './errors.js';
 export {
@@ -11,12 +28,20 @@ export {
   CREDENTIAL_TYPES,
   DATAPLANE_AUTH_MODES,
   DEFAULT_MESH,
+  INBOUND_TLS,
+  MTLS_MODES,
   isCredential,
   isMeshScoped,
   keyOf,
   RESOURCE_TYPES,
   type ApiRole,
   type ApiToken,
+  type CertificateAuthority,
+  type DataplaneTls,
+  type InboundTls,
+  type MeshMtls,
+  type MtlsMode,
+  type Status,
   type Configuration,
   type ConfigurationType,
   type Credential,
@@ -36,6 +61,8 @@ export {
 export {
   envoyBootstrap,
   grpcBootstrap,
+  CERTIFICATE_PROVIDER,
+  SERVER_LISTENER_TEMPLATE,
   XDS_CLUSTER,
   type EnvoyBootstrapOptions,
   type GrpcBootstrapOptions,

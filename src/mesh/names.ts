@@ -28,6 +28,29 @@ export function serviceResourceName(service: string): string {
 }
 
 /**
+ * The SDS Secret holding a node's workload certificate and key: the same name on every node (each
+ * is sent its own), so a renewal changes the Secret's version, never a Listener or Cluster.
+ */
+export const IDENTITY_SECRET = 'mtls:identity';
+
+/** The SDS Secret holding a mesh's trust bundle: every CA of the mesh. */
+export function trustSecretName(mesh: string): string {
+  return `mtls:trust:${mesh}`;
+}
+
+/**
+ * The Listener an xDS-enabled gRPC server bound to `address:port` asks for (gRFC A36): the
+ * template `chancery bootstrap grpc --certificates` gives it, with `%s` the address and port
+ * as gRPC writes them (an IPv6 address in brackets).
+ */
+export function serverListenerName(address: string, port: number): string {
+  return `grpc/server?xds.resource.listening_address=${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
+/** What every server Listener's name starts with: how a gRPC server's subscription is told from a client's. */
+export const SERVER_LISTENER_PREFIX = 'grpc/server?';
+
+/**
  * The cluster (and ClusterLoadAssignment) of the endpoints of `service` whose inbounds carry all
  * of `tags`, a MeshHTTPRoute's MeshServiceSubset: `echo:version=v2`. A service is a DNS label, so
  * the `:` keeps it apart from every service's own name; tags are sorted, and escaped so that two

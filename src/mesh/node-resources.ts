@@ -4,10 +4,25 @@ import type { Held } from './generation-input.js';
 import { CONNECT_TIMEOUT, TCP_PROXY, socketAddress, statPrefix } from './envoy-fragments.js';
 import { inboundListenerName, localClusterName, outboundListenerName } from './names.js';
 import type { MeshServices } from './mesh-services.js';
-import type { Dataplane } from './resources.js';
+import type { Dataplane, InboundTls } from './resources.js';
 import { envoyOutbound } from './outbound-resources.js';
 import { clusterPlanOf, routePlanOf } from './plans.js';
 import type { ClusterRef } from './route-plan.js';
+import { downstreamTransportSocket, envoyTlsCluster, TLS_INSPECTOR_FILTER, tlsSecretNames } from './tls-contexts.js';
+
+/** Which of a node's listeners and clusters speak mTLS (tls-contexts.ts decides). */
+export interface NodeTlsPlan {
+  /** Equal keys, equal plans: what the node's resources are memoised on beside the Dataplane. */
+  readonly key: string;
+  readonly mesh: string;
+  /** What the node's inbound listeners accept. */
+  readonly inbound: InboundTls;
+  /** Whether the outbound to `service` speaks mTLS. */
+  outboundTls(service: string): boolean;
+}
+
+/** No TLS anywhere: a mesh without mTLS. */
+export const PLAINTEXT: NodeTlsPlan = Object.freeze({ key: '', mesh: '', inbound: 'plaintext', outboundTls: () => false });
 
 /** What a dataplane gets for itself: an Envoy's wildcard LDS and CDS sets, and its outbounds' routes (DESIGN §6). */
 export interface NodeResources {
@@ -31,11 +46,11 @@ const memo = new WeakMap<Held<Dataplane>, { readonly context: string; readonly o
  * holds the policies that select the dataplane; `services` the mesh state its outbounds' routes
  * and clusters are planned at.
  */
-export function nodeResources(stored: Held<Dataplane>, services: MeshServices, selection: PolicySelection): NodeResources {
-  const context = outboundContext(stored.resource, services, selection);
+export function nodeResources(stored: Held<Dataplane>, services: MeshServices, selection: PolicySelection, tls: NodeTlsPlan = PLAINTEXT): NodeResources {
+  const context = `${tls.key}\n${outboundContext(stored.resource, services, selection)}`;
   const held = memo.get(stored);
   if (held?.context === context) return held.own;
-  const own = build(stored.resource, services, selection);
+  const own = build(stored.resource, services, selection, tls);
   memo.set(stored, { context, own });
   return own;
 }
@@ -51,7 +66,7 @@ function outboundContext(dataplane: Dataplane, services: MeshServices, selection
   return context;
 }
 
-function build(dataplane: Dataplane, services: MeshServices, selection: PolicySelection): NodeResources {
+function build(dataplane: Dataplane, services: MeshServices, selection: PolicySelection, tls: NodeTlsPlan): NodeResources {
   const { address, inbound, outbound } = dataplane.networking;
   // Keyed by name: two inbounds may share a servicePort and two outbounds a service, and a
   // response must never carry one name twice (xDS "Grouping").
@@ -63,7 +78,7 @@ function build(dataplane: Dataplane, services: MeshServices, selection: PolicySe
   for (const { port, servicePort } of inbound) {
     const cluster = localClusterName(servicePort);
     const listener = inboundListenerName(address, port);
-    listeners.set(listener, tcpProxyListener(listener, address, port, cluster, 'INBOUND'));
+    listeners.set(listener, tcpProxyListener(listener, address, port, cluster, 'INBOUND', undefined, tls));
     if (!clusters.has(cluster)) clusters.set(cluster, localCluster(cluster, servicePort));
   }
   for (const { port, service } of outbound) {
@@ -75,7 +90,8 @@ function build(dataplane: Dataplane, services: MeshServices, selection: PolicySe
       const listener = outboundListenerName(port);
       listeners.set(listener, tcpProxyListener(listener, '127.0.0.1', port, own.cluster, 'OUTBOUND', own.idleTimeout));
     }
-    for (const cluster of own.clusters) clusters.set(cluster.name, cluster);
+    // Mesh mTLS: the clusters of a service every endpoint of which accepts TLS present the node's certificate (I8).
+    for (const cluster of own.clusters) clusters.set(cluster.name, tls.outboundTls(serviceOfCluster(cluster.name)) ? envoyTlsCluster(cluster, tls.mesh) : cluster);
     for (const each of own.services) outboundServices.add(each);
     for (const ref of own.subsetRefs) subsets.set(ref.name, ref);
   }
@@ -101,27 +117,45 @@ function tcpProxyListener(
   cluster: string,
   direction: 'INBOUND' | 'OUTBOUND',
   idleTimeout?: string,
+  tls: NodeTlsPlan = PLAINTEXT,
 ): EncodedResource {
-  return encodeResource(LISTENER, name, {
+  const filters = [
+    {
+      name: 'envoy.filters.network.tcp_proxy',
+      typed_config: anyOf(TCP_PROXY, {
+        stat_prefix: statPrefix(cluster),
+        cluster,
+        ...(direction === 'OUTBOUND' && { max_connect_attempts: { value: OUTBOUND_CONNECT_ATTEMPTS } }),
+        ...(idleTimeout !== undefined && { idle_timeout: protoDuration(idleTimeout) }),
+      }),
+    },
+  ];
+  const inbound = direction === 'INBOUND' ? tls.inbound : 'plaintext';
+  if (inbound === 'plaintext') return encodeResource(LISTENER, name, { name, address: socketAddress(address, port), traffic_direction: direction, filter_chains: [{ filters }] });
+  const mtls = { filter_chain_match: { transport_protocol: 'tls' }, transport_socket: downstreamTransportSocket(tls.mesh), filters };
+  return encodeResource(
+    LISTENER,
     name,
-    address: socketAddress(address, port),
-    traffic_direction: direction,
-    filter_chains: [
-      {
-        filters: [
-          {
-            name: 'envoy.filters.network.tcp_proxy',
-            typed_config: anyOf(TCP_PROXY, {
-              stat_prefix: statPrefix(cluster),
-              cluster,
-              ...(direction === 'OUTBOUND' && { max_connect_attempts: { value: OUTBOUND_CONNECT_ATTEMPTS } }),
-              ...(idleTimeout !== undefined && { idle_timeout: protoDuration(idleTimeout) }),
-            }),
-          },
-        ],
-      },
-    ],
-  });
+    {
+      name,
+      address: socketAddress(address, port),
+      traffic_direction: direction,
+      // Permissive: the inspector tells a TLS ClientHello from plaintext, and each gets its chain
+      // (Kuma's and Istio's PERMISSIVE). Strict: only the mTLS chain, so plaintext matches nothing;
+      // the inspector stays, so that permissive ↔ strict changes filter chains alone, which Envoy
+      // updates in place rather than draining the whole listener.
+      listener_filters: [TLS_INSPECTOR_FILTER],
+      filter_chains: inbound === 'permissive' ? [mtls, { filter_chain_match: { transport_protocol: 'raw_buffer' }, filters }] : [mtls],
+    },
+    [],
+    tlsSecretNames(tls.mesh),
+  );
+}
+
+/** The service a cluster's endpoints serve: its name, or what precedes a subset's `:` (names.ts `subsetClusterName`). */
+function serviceOfCluster(name: string): string {
+  const colon = name.indexOf(':');
+  return colon === -1 ? name : name.slice(0, colon);
 }
 
 /**

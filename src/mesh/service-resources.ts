@@ -76,9 +76,10 @@ export function loadAssignment(mesh: string, name: string, endpoints: readonly E
 
 /**
  * The EDS cluster of a service. Envoy outbounds use it too, whether or not the service
- * exists yet; encoding interns it, so both uses are one object.
+ * exists yet; encoding interns it, so both uses are one object. An Envoy outbound with mTLS
+ * gives it the transport socket (tls-contexts.ts) and the Secrets that names.
  */
-export function edsCluster(service: string): EncodedResource {
+export function edsCluster(service: string, transportSocket?: object, secrets?: readonly string[]): EncodedResource {
   const name = serviceResourceName(service);
   return encodeResource(
     CLUSTER,
@@ -89,8 +90,10 @@ export function edsCluster(service: string): EncodedResource {
       eds_cluster_config: { service_name: name, eds_config: ADS_CONFIG_SOURCE },
       lb_policy: 'ROUND_ROBIN',
       connect_timeout: CONNECT_TIMEOUT,
+      ...(transportSocket !== undefined && { transport_socket: transportSocket }),
     },
     [name],
+    secrets,
   );
 }
 

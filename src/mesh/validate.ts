@@ -2,11 +2,25 @@ import { isIP } from 'node:net';
 import { fieldPath } from '../field-path.js';
 import { textProblem } from '../storable-text.js';
 import { RESOURCE_LIMITS } from './limits.js';
+import { parseAge } from '../durations.js';
 import { PROTOCOL_TAG, PROTOCOLS } from './protocols.js';
 import { isPolicyType } from '../policies/index.js';
 import { readPolicy } from './validate-policy.js';
 import { Issues, isFields, readLabel, readList, readObject, rejectUnknown, type Fields, type ValidationIssue } from './validation-readers.js';
-import { CONFIGURATION_TYPES, DATAPLANE_AUTH_MODES, type Configuration, type Dataplane, type DataplaneAuth, type Inbound, type Mesh, type Outbound, type Valid } from './resources.js';
+import {
+  CONFIGURATION_TYPES,
+  DATAPLANE_AUTH_MODES,
+  MTLS_MODES,
+  type Configuration,
+  type Dataplane,
+  type DataplaneAuth,
+  type Inbound,
+  type Mesh,
+  type MeshMtls,
+  type MtlsMode,
+  type Outbound,
+  type Valid,
+} from './resources.js';
 
 export type { ValidationIssue } from './validation-readers.js';
 
@@ -16,7 +30,8 @@ export type ValidationResult =
 
 // Unknown fields are refused at every level, so a typo (`inbounds`) is an error rather than
 // a dataplane silently configured without what the user meant.
-const MESH_FIELDS = ['type', 'name', 'dataplaneAuth'];
+const MESH_FIELDS = ['type', 'name', 'dataplaneAuth', 'mtls'];
+const MTLS_FIELDS = ['mode', 'certificateTTL'];
 const DATAPLANE_FIELDS = ['type', 'mesh', 'name', 'networking'];
 const NETWORKING_FIELDS = ['address', 'inbound', 'outbound'];
 const INBOUND_FIELDS = ['port', 'servicePort', 'tags'];
@@ -57,9 +72,32 @@ function readMesh(fields: Fields, issues: Issues): Valid<Mesh> | undefined {
   rejectUnknown(fields, MESH_FIELDS, '', 'a Mesh', issues);
   const name = readLabel(fields.name, 'name', issues);
   const dataplaneAuth = readDataplaneAuth(fields.dataplaneAuth, issues);
+  const mtls = fields.mtls === undefined ? undefined : readMtls(fields.mtls, 'mtls', issues);
   if (name === undefined || dataplaneAuth === undefined || issues.count > 0) return undefined;
-  const mesh: Mesh = { type: 'Mesh', name, dataplaneAuth };
+  const mesh: Mesh = { type: 'Mesh', name, dataplaneAuth, ...(mtls !== undefined && { mtls }) };
   return Object.freeze(mesh) as Valid<Mesh>;
+}
+
+/** The shortest and longest workload certificate a mesh may ask for: 30 s lets tests renew quickly. */
+export const CERTIFICATE_TTL = { min: 30_000, max: 90 * 86_400_000, default: '24h' } as const;
+
+function readMtls(value: unknown, path: string, issues: Issues): MeshMtls | undefined {
+  const fields = readObject(value, path, issues);
+  if (fields === undefined) return undefined;
+  const before = issues.count;
+  rejectUnknown(fields, MTLS_FIELDS, path, 'mtls', issues);
+  let mode: MtlsMode | undefined = 'disabled';
+  if (fields.mode !== undefined) {
+    mode = typeof fields.mode === 'string' && (MTLS_MODES as readonly string[]).includes(fields.mode) ? (fields.mode as MtlsMode) : undefined;
+    if (mode === undefined) issues.add(`${path}.mode`, `must be one of ${MTLS_MODES.map((each) => `"${each}"`).join(', ')}`);
+  }
+  const ttl = fields.certificateTTL ?? CERTIFICATE_TTL.default;
+  const ms = typeof ttl === 'string' ? parseAge(ttl) : undefined;
+  if (ms === undefined || ms < CERTIFICATE_TTL.min || ms > CERTIFICATE_TTL.max) {
+    issues.add(`${path}.certificateTTL`, 'must be a duration such as 30s, 90m, 24h or 30d, from 30s to 90d');
+  }
+  if (mode === undefined || issues.count > before) return undefined;
+  return Object.freeze({ mode, certificateTTL: (ttl as string).trim() });
 }
 
 /**

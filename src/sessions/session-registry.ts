@@ -10,6 +10,7 @@ import {
   stateIdOf,
   viewOf,
   type EndStatus,
+  type CertificateInfo,
   type Generate,
   type SessionEvent,
   type SessionIntent,
@@ -64,7 +65,22 @@ export interface SessionRegistryOptions {
   readonly historySize?: number;
   /** Told as sessions change, are asked and answer; see `SessionCallbacks`. */
   readonly callbacks?: SessionCallbacks;
+  /**
+   * Issues nodes their workload certificates, in meshes with mTLS (`CertificateKeeper`); without
+   * it a session that asks for one is told it failed.
+   */
+  readonly certificates?: CertificateIssuer;
 }
+
+/** What the registry needs of whoever issues certificates. */
+export interface CertificateIssuer {
+  issue(node: string): Promise<CertificateInfo>;
+  /** The node's session was evicted: its certificate goes with it (I3). */
+  forget(node: string): void;
+}
+
+/** ms before a failed issue is tried again, doubling up to the most. */
+const CERTIFICATE_RETRY = { first: 1_000, most: 30_000 } as const;
 
 /**
  * The sessions of this instance: one root actor per node (spawning thousands of children under
@@ -91,6 +107,12 @@ export class SessionRegistry implements SessionGateway {
   /** Once shutting down or draining: why a stream whose first request still waited is refused. */
   #closing: string | undefined;
   readonly #systems: SessionSystems;
+  /**
+   * Per node with mTLS: the timer that tells its session a certificate is due (renewal at 2/3 of
+   * its life, or a retry after a failure), and whether an issue is under way. Cleared with the
+   * session (I3).
+   */
+  readonly #certificates = new Map<string, { timer?: unknown; issuing: boolean; retry: number }>();
 
   /** What every session tells the registry: one object for all of them. */
   readonly #keeper: SessionKeeper = {
@@ -317,6 +339,8 @@ export class SessionRegistry implements SessionGateway {
         this.#log.info({ node, stream: intent.streamId, code: intent.status.code, reason: intent.status.message }, 'ending stream');
         this.#end(intent.streamId, intent.status);
         return;
+      case 'issueCertificate':
+        return this.#issueCertificate(session);
       case 'nacked': {
         const { typeUrl, version, nonce, message } = intent;
         this.#log.warn({ node, typeUrl, version, nonce, error: message }, 'NACK');
@@ -343,6 +367,62 @@ export class SessionRegistry implements SessionGateway {
     );
   }
 
+  /**
+   * Issues the node a certificate, then tells its session, and sets the timer that tells it when
+   * the next is due: the renewal at 2/3 of its life, or a retry after a failure (I8: the node keeps
+   * what it holds meanwhile). One issue at a time per node; the clock is the injected one.
+   */
+  #issueCertificate(session: Session): void {
+    const { node } = session;
+    const issuer = this.#options.certificates;
+    let entry = this.#certificates.get(node);
+    if (entry === undefined) {
+      entry = { issuing: false, retry: CERTIFICATE_RETRY.first };
+      this.#certificates.set(node, entry);
+    }
+    if (entry.issuing) return;
+    entry.issuing = true;
+    const current = entry;
+    const done = (event: SessionEvent, dueIn: number) => {
+      current.issuing = false;
+      // Evicted meanwhile: nothing is kept for it.
+      if (this.#sessions.get(node) !== session) return;
+      this.#dueIn(node, session, current, dueIn);
+      this.#tell([session], event);
+    };
+    (issuer === undefined ? Promise.reject(new Error('this instance issues no certificates')) : issuer.issue(node)).then(
+      (certificate) => {
+        current.retry = CERTIFICATE_RETRY.first;
+        const at = this.#options.now();
+        done({ type: 'certificate.issued', at, certificate, generate: this.#options.generate }, certificate.renewAt - at);
+      },
+      (error: unknown) => {
+        const wait = current.retry;
+        current.retry = Math.min(wait * 2, CERTIFICATE_RETRY.most);
+        const reason = error instanceof Error ? error.message : String(error);
+        this.#log.warn({ node, err: error, retryIn: wait }, 'issuing a certificate failed; the node keeps what it holds');
+        done({ type: 'certificate.failed', at: this.#options.now(), reason }, wait);
+      },
+    );
+  }
+
+  #dueIn(node: string, session: Session, entry: { timer?: unknown }, ms: number): void {
+    const { clock } = this.#options;
+    if (entry.timer !== undefined) clock.clearTimeout(entry.timer as never);
+    entry.timer = clock.setTimeout(() => {
+      entry.timer = undefined;
+      if (this.#sessions.get(node) === session) this.#tell([session], { type: 'certificate.due', at: this.#options.now() });
+    }, Math.max(0, ms));
+  }
+
+  #forgetCertificate(node: string): void {
+    const entry = this.#certificates.get(node);
+    if (entry === undefined) return;
+    if (entry.timer !== undefined) this.#options.clock.clearTimeout(entry.timer as never);
+    this.#certificates.delete(node);
+    this.#options.certificates?.forget(node);
+  }
+
   #shutDown(sessions: readonly Session[], reason: string): void {
     const event: SessionEvent = { type: 'shutdown.requested', at: this.#options.now(), reason };
     for (const session of sessions) session.send(event);
@@ -362,6 +442,7 @@ export class SessionRegistry implements SessionGateway {
     // I3: an evicted session leaves nothing behind. Only this session's own entry is removed.
     if (this.#sessions.get(session.node) !== session) return;
     this.#sessions.delete(session.node);
+    this.#forgetCertificate(session.node);
     this.#ordered.splice(this.#place(session.node), 1);
     this.#counts[sessionStateOf(session.at)]--;
   }

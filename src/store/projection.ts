@@ -1,4 +1,4 @@
-import { isCredential, isMeshScoped, keyOf, policyId, type Credential, type Dataplane, type Mesh, type Resource, type ResourceKey, type Valid } from '../mesh/index.js';
+import { isCredential, isMeshScoped, keyOf, policyId, type CertificateAuthority, type Credential, type Dataplane, type DataplaneTls, type Mesh, type Resource, type ResourceKey, type Valid } from '../mesh/index.js';
 import { isPolicyType, type Policy } from '../policies/index.js';
 import { keyIdOf } from './write-plan.js';
 import { asSeq, type Checkpoint, type MeshState, type Projection, type ResourceEvent, type Seq, type Stored } from './types.js';
@@ -31,12 +31,15 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
       const resource = event.resource;
       if (resource.type === 'Mesh') batch.putMesh(storedOf(resource, event));
       else if (resource.type === 'Dataplane') batch.putDataplane(storedOf(resource, event));
+      else if (resource.type === 'DataplaneTls') batch.putMember('tls', storedOf(resource, event));
       else if (isPolicy(resource)) batch.putPolicy(storedOf(resource, event));
       else batch.putCredential(storedOf(resource, event));
     } else if (isPolicyType(event.key.type)) {
       batch.deletePolicy(event.key.mesh, policyId(event.key.type, event.key.name));
+    } else if (event.key.type === 'DataplaneTls') {
+      batch.deleteMember('tls', event.key.mesh, event.key.name);
     } else if (event.key.type !== 'Mesh' && event.key.type !== 'Dataplane') {
-      batch.deleteCredential(keyIdOf(event.key));
+      batch.deleteCredential(event.key);
     } else if (event.key.type === 'Mesh') {
       batch.deleteMesh(event.key.name);
     } else {
@@ -52,21 +55,25 @@ export function applyEvents(projection: Projection, events: readonly ResourceEve
  * projection has one).
  */
 export function projectionOf(checkpoint: Checkpoint): Projection {
-  const meshes = new Map<string, { mesh: Stored<Mesh>; dataplanes: Map<string, Stored<Dataplane>>; policies?: Map<string, Stored<Policy>> }>();
-  const policies = new Map<string, Map<string, Stored<Policy>>>();
+  const meshes = new Map<string, WritableMeshState>();
   const credentials = new Map<string, Stored<Credential>>();
+  const policies = new Map<string, Map<string, Stored<Policy>>>();
   for (const stored of checkpoint.resources) {
-    if (stored.resource.type === 'Mesh') meshes.set(stored.resource.name, { mesh: stored as Stored<Mesh>, dataplanes: new Map() });
+    if (stored.resource.type === 'Mesh') {
+      meshes.set(stored.resource.name, { mesh: stored as Stored<Mesh>, dataplanes: new Map(), authorities: new Map(), tls: new Map() });
+    }
   }
   for (const stored of checkpoint.resources) {
     const { resource } = stored;
     if (resource.type === 'Dataplane') meshes.get(resource.mesh)?.dataplanes.set(resource.name, stored as Stored<Dataplane>);
+    else if (resource.type === 'DataplaneTls') meshes.get(resource.mesh)?.tls.set(resource.name, stored as Stored<DataplaneTls>);
     else if (isPolicy(resource) && meshes.has(resource.mesh)) {
       let ofMesh = policies.get(resource.mesh);
       if (ofMesh === undefined) policies.set(resource.mesh, (ofMesh = new Map()));
       ofMesh.set(policyId(resource.type, resource.name), stored as Stored<Policy>);
     } else if (isCredential(resource) && (!('mesh' in resource) || meshes.has(resource.mesh))) {
       credentials.set(keyIdOf(keyOf(resource)), stored as Stored<Credential>);
+      if (resource.type === 'CertificateAuthority') meshes.get(resource.mesh)!.authorities.set(resource.name, stored as Stored<CertificateAuthority>);
     }
   }
   // As `applyEvents` leaves it: a mesh without policies has no `policies`.
@@ -80,6 +87,7 @@ export function checkpointOf(projection: Projection): Checkpoint {
   for (const state of projection.meshes.values()) {
     resources.push(state.mesh);
     for (const dataplane of state.dataplanes.values()) resources.push(dataplane);
+    for (const status of state.tls.values()) resources.push(status);
     for (const policy of state.policies?.values() ?? []) resources.push(policy);
   }
   resources.push(...projection.credentials.values());
@@ -107,14 +115,16 @@ export function withResources(projection: Projection, revision: Seq, resources: 
     const resource = stored?.resource;
     if (resource === undefined || resource.type === 'Mesh') continue;
     if (resource.type === 'Dataplane') batch.putDataplane(stored as Stored<Dataplane>);
+    else if (resource.type === 'DataplaneTls') batch.putMember('tls', stored as Stored<DataplaneTls>);
     else if (isPolicy(resource)) batch.putPolicy(stored as Stored<Policy>);
     else batch.putCredential(stored as Stored<Credential>);
   }
   for (const { key, stored } of all) {
     if (stored !== undefined || key.type === 'Mesh') continue;
     if (key.type === 'Dataplane') batch.deleteDataplane(key.mesh, key.name);
+    else if (key.type === 'DataplaneTls') batch.deleteMember('tls', key.mesh, key.name);
     else if (isPolicyType(key.type)) batch.deletePolicy(key.mesh, policyId(key.type, key.name));
-    else batch.deleteCredential(keyIdOf(key));
+    else batch.deleteCredential(key);
   }
   for (const { key, stored } of all) if (stored === undefined && key.type === 'Mesh') batch.deleteMesh(key.name);
   return batch.finish(revision, undefined);
@@ -124,6 +134,7 @@ export function withResources(projection: Projection, revision: Seq, resources: 
 export function storedIn(projection: Projection, key: ResourceKey): Stored<Resource> | undefined {
   if (key.type === 'Mesh') return projection.meshes.get(key.name)?.mesh;
   if (key.type === 'Dataplane') return projection.meshes.get(key.mesh)?.dataplanes.get(key.name);
+  if (key.type === 'DataplaneTls') return projection.meshes.get(key.mesh)?.tls.get(key.name);
   if (isPolicyType(key.type)) return projection.meshes.get(key.mesh)?.policies?.get(policyId(key.type, key.name));
   return projection.credentials.get(keyIdOf(key));
 }
@@ -133,10 +144,26 @@ export function storedOf<T extends Resource>(resource: Valid<T>, event: Resource
   return { resource, version: event.version, seq: event.seq, updatedAt: event.at };
 }
 
+interface WritableMeshState {
+  mesh: Stored<Mesh>;
+  dataplanes: Map<string, Stored<Dataplane>>;
+  authorities: Map<string, Stored<CertificateAuthority>>;
+  tls: Map<string, Stored<DataplaneTls>>;
+  policies?: Map<string, Stored<Policy>>;
+}
+
+/** The maps of a mesh's members other than its dataplanes, each copied on its first change. */
+type MemberMaps = Pick<MeshState, 'authorities' | 'tls'>;
+type Members = keyof MemberMaps;
+interface MemberOf {
+  readonly authorities: Stored<CertificateAuthority>;
+  readonly tls: Stored<DataplaneTls>;
+}
+
 /**
  * A mesh the batch has looked at. `origin` is its state before the batch (none for a new
- * mesh); its dataplanes are `shared` with that state until the batch changes one, then `copied`,
- * and so are its policies.
+ * mesh); its dataplanes are `shared` with that state until the batch changes one, then `copied`;
+ * so are its other members' maps, in `members` once changed.
  */
 interface Draft {
   readonly origin: MeshState | undefined;
@@ -145,8 +172,10 @@ interface Draft {
   copied: Map<string, Stored<Dataplane>> | undefined;
   readonly sharedPolicies: ReadonlyMap<string, Stored<Policy>>;
   copiedPolicies: Map<string, Stored<Policy>> | undefined;
+  readonly members: { authorities?: Map<string, Stored<CertificateAuthority>>; tls?: Map<string, Stored<DataplaneTls>> };
 }
 
+const NO_MEMBERS: MemberMaps = Object.freeze({ authorities: new Map(), tls: new Map() });
 const NO_POLICIES: ReadonlyMap<string, Stored<Policy>> = new Map();
 
 /** The copy-on-write state of one `applyEvents` call. */
@@ -165,7 +194,7 @@ class Batch {
   putMesh(mesh: Stored<Mesh>): void {
     const draft = this.#draft(mesh.resource.name);
     if (draft === undefined) {
-      this.#drafts.set(mesh.resource.name, { origin: undefined, mesh, shared: new Map(), copied: undefined, sharedPolicies: NO_POLICIES, copiedPolicies: undefined });
+      this.#drafts.set(mesh.resource.name, { origin: undefined, mesh, shared: new Map(), copied: undefined, sharedPolicies: NO_POLICIES, copiedPolicies: undefined, members: {} });
     }
     else draft.mesh = mesh;
   }
@@ -183,20 +212,14 @@ class Batch {
     const { resource } = stored;
     if (isMeshScoped(resource.type) && 'mesh' in resource && this.#draft(resource.mesh) === undefined) return;
     this.#writableCredentials().set(keyIdOf(keyOf(resource)), stored);
+    // The generator reads a mesh's CAs (its trust bundle) from the mesh's state, which changes with them.
+    if (resource.type === 'CertificateAuthority') this.putMember('authorities', stored as Stored<CertificateAuthority>);
   }
 
-  deleteCredential(id: string): void {
+  deleteCredential(key: ResourceKey): void {
+    const id = keyIdOf(key);
     if ((this.#credentials ?? this.#base.credentials).has(id)) this.#writableCredentials().delete(id);
-  }
-
-  putDataplane(dataplane: Stored<Dataplane>): void {
-    const draft = this.#draft(dataplane.resource.mesh);
-    if (draft !== undefined) writableDataplanes(draft).set(dataplane.resource.name, dataplane);
-  }
-
-  deleteDataplane(mesh: string, name: string): void {
-    const draft = this.#draft(mesh);
-    if (draft !== undefined && (draft.copied ?? draft.shared).has(name)) writableDataplanes(draft).delete(name);
+    if (key.type === 'CertificateAuthority') this.deleteMember('authorities', key.mesh, key.name);
   }
 
   putPolicy(policy: Stored<Policy>): void {
@@ -209,12 +232,41 @@ class Batch {
     if (draft !== undefined && (draft.copiedPolicies ?? draft.sharedPolicies).has(id)) writablePolicies(draft).delete(id);
   }
 
+  putMember<M extends Members>(members: M, stored: MemberOf[M]): void {
+    const { resource } = stored;
+    const draft = this.#draft(resource.mesh);
+    if (draft !== undefined) writableMembers(draft, members).set(resource.name, stored);
+  }
+
+  deleteMember(members: Members, mesh: string, name: string): void {
+    const draft = this.#draft(mesh);
+    if (draft !== undefined && membersOf(draft, members).has(name)) writableMembers(draft, members).delete(name);
+  }
+
+  putDataplane(dataplane: Stored<Dataplane>): void {
+    const draft = this.#draft(dataplane.resource.mesh);
+    if (draft !== undefined) writableDataplanes(draft).set(dataplane.resource.name, dataplane);
+  }
+
+  deleteDataplane(mesh: string, name: string): void {
+    const draft = this.#draft(mesh);
+    if (draft !== undefined && (draft.copied ?? draft.shared).has(name)) writableDataplanes(draft).delete(name);
+  }
+
   finish(revision: Seq, at: string | undefined): Projection {
     for (const [name, draft] of this.#drafts) {
+      const { members } = draft;
       // A mesh the batch only looked at keeps its object: consumers memoise on identity.
-      if (draft.copied === undefined && draft.copiedPolicies === undefined && draft.mesh === draft.origin?.mesh) continue;
+      const unchanged = draft.copied === undefined && draft.copiedPolicies === undefined && members.authorities === undefined && members.tls === undefined;
+      if (unchanged && draft.mesh === draft.origin?.mesh) continue;
       const policies = draft.copiedPolicies ?? draft.sharedPolicies;
-      this.#writableMeshes().set(name, { mesh: draft.mesh, dataplanes: draft.copied ?? draft.shared, ...(policies.size > 0 && { policies }) });
+      this.#writableMeshes().set(name, {
+        mesh: draft.mesh,
+        dataplanes: draft.copied ?? draft.shared,
+        authorities: membersOf(draft, 'authorities'),
+        tls: membersOf(draft, 'tls'),
+        ...(policies.size > 0 && { policies }),
+      });
     }
     return {
       revision,
@@ -230,7 +282,7 @@ class Batch {
     if (draft === undefined) {
       const origin = (this.#meshes ?? this.#base.meshes).get(name);
       if (origin === undefined) return undefined;
-      draft = { origin, mesh: origin.mesh, shared: origin.dataplanes, copied: undefined, sharedPolicies: origin.policies ?? NO_POLICIES, copiedPolicies: undefined };
+      draft = { origin, mesh: origin.mesh, shared: origin.dataplanes, copied: undefined, sharedPolicies: origin.policies ?? NO_POLICIES, copiedPolicies: undefined, members: {} };
       this.#drafts.set(name, draft);
     }
     return draft;
@@ -247,6 +299,14 @@ class Batch {
 
 function writableDataplanes(draft: Draft): Map<string, Stored<Dataplane>> {
   return (draft.copied ??= new Map(draft.shared));
+}
+
+function membersOf<M extends Members>(draft: Draft, members: M): MemberMaps[M] {
+  return (draft.members[members] ?? (draft.origin ?? NO_MEMBERS)[members]) as MemberMaps[M];
+}
+
+function writableMembers<M extends Members>(draft: Draft, members: M): Map<string, MemberOf[M]> {
+  return (draft.members[members] ??= new Map(membersOf(draft, members) as ReadonlyMap<string, never>)) as Map<string, MemberOf[M]>;
 }
 
 function writablePolicies(draft: Draft): Map<string, Stored<Policy>> {

@@ -214,6 +214,11 @@ class EventSourcedStore implements ResourceStore {
 
   list<T extends ResourceType>(type: T, mesh?: string): readonly Stored<OfType<T>>[] {
     const { meshes, credentials } = this.projection;
+    if (type === 'DataplaneTls') {
+      const state = mesh === undefined ? undefined : meshes.get(mesh);
+      const all = mesh === undefined ? [...meshes.values()].flatMap((each) => [...each.tls.values()]) : [...(state?.tls.values() ?? [])];
+      return byName(new Map(all.map((stored) => [keyIdOf(keyOf(stored.resource)), stored]))) as Stored<OfType<T>>[];
+    }
     if (isPolicyType(type)) {
       const states = mesh === undefined ? byName(meshes) : [meshes.get(mesh)].filter((state) => state !== undefined);
       const listed = states.flatMap((state) => byName(new Map([...(state.policies ?? [])].filter(([, stored]) => stored.resource.type === type))));

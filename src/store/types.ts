@@ -1,5 +1,5 @@
 import type { Observable } from 'rxjs';
-import type { Credential, Dataplane, GenerationInput, Held, Mesh, MeshResources, Resource, ResourceKey, ResourceType, Valid } from '../mesh/index.js';
+import type { CertificateAuthority, Credential, Dataplane, DataplaneTls, GenerationInput, Held, Mesh, MeshResources, Resource, ResourceKey, ResourceType, Valid } from '../mesh/index.js';
 import type { Policy } from '../policies/index.js';
 import type { StoreUnavailableError } from './errors.js';
 import type { SessionRecords } from './session-records.js';
@@ -163,6 +163,10 @@ export interface Stored<T extends Resource> extends Held<T> {
 export interface MeshState extends MeshResources {
   readonly mesh: Stored<Mesh>;
   readonly dataplanes: ReadonlyMap<string, Stored<Dataplane>>;
+  /** The mesh's CAs, which are credentials too (in `credentials`): here for the generator. */
+  readonly authorities: ReadonlyMap<string, Stored<CertificateAuthority>>;
+  /** The mesh's DataplaneTls statuses, by dataplane name: only here. */
+  readonly tls: ReadonlyMap<string, Stored<DataplaneTls>>;
   readonly policies?: ReadonlyMap<string, Stored<Policy>>;
 }
 

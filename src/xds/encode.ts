@@ -19,6 +19,8 @@ export interface EncodedResource {
    * Listener names over RDS, the ClusterLoadAssignments a Cluster names over EDS (I5).
    */
   readonly references: readonly string[];
+  /** The Secrets a Listener or Cluster names over SDS (I8); empty for the other types. */
+  readonly secrets: readonly string[];
 }
 
 export class InvalidResourceError extends ChanceryError {
@@ -31,6 +33,8 @@ export class InvalidResourceError extends ChanceryError {
     super(`${typeUrl} ${resourceName}: ${reason}`);
   }
 }
+
+const NONE: readonly string[] = Object.freeze([]);
 
 // Interned by content: a resource built twice (for two nodes, or twice for one) is one object
 // with one set of bytes. Entries go when the last snapshot holding them is collected.
@@ -47,6 +51,7 @@ export function encodeResource(
   name: string,
   message: object,
   references: readonly string[] = [],
+  secrets: readonly string[] = NONE,
 ): EncodedResource {
   const type = lookupType(messageName(typeUrl));
   const typed = type.fromObject(message);
@@ -59,7 +64,14 @@ export function encodeResource(
   if (existing) return existing;
   return interned.intern(
     version,
-    Object.freeze({ typeUrl, name, version, any: encodeAny(typeUrl, value), references: Object.freeze([...references]) }),
+    Object.freeze({
+      typeUrl,
+      name,
+      version,
+      any: encodeAny(typeUrl, value),
+      references: Object.freeze([...references]),
+      secrets: secrets === NONE ? NONE : Object.freeze([...secrets]),
+    }),
   );
 }
 

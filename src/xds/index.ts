@@ -53,5 +53,5 @@ export {
   type StreamAdmission,
   type StreamAuthentication,
 } from './stream-admission.js';
-export { CLUSTER, ENDPOINT, FULL_STATE, isTypeUrl, LISTENER, messageName, PUSH_ORDER, ROUTE, SHORT_NAME, type TypeUrl } from './type-urls.js';
+export { CLUSTER, ENDPOINT, FULL_STATE, isTypeUrl, LISTENER, messageName, PUSH_ORDER, ROUTE, SECRET, SHORT_NAME, type TypeUrl } from './type-urls.js';
 export { decodeDeltaRequest, decodeRequest, encodeDeltaRequest, encodeRequest } from './xds-request.js';

@@ -26,6 +26,10 @@ const files = [
   'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
   'envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.proto',
   'envoy/extensions/filters/http/router/v3/router.proto',
+  // Mesh mTLS: SDS Secrets, the TLS transport sockets that name them, and the inspector that tells TLS from plaintext.
+  'envoy/extensions/transport_sockets/tls/v3/secret.proto',
+  'envoy/extensions/transport_sockets/tls/v3/tls.proto',
+  'envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.proto',
   // An HTTP/2 or gRPC service's Envoy cluster speaks HTTP/2 upstream (src/mesh/outbound-resources.ts).
   'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
 ];

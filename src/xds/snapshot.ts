@@ -2,7 +2,7 @@ import { ChanceryError } from '../chancery-error.js';
 import { contentHash } from './content-hash.js';
 import type { EncodedResource } from './encode.js';
 import { ResourceSet } from './resource-set.js';
-import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, type TypeUrl } from './type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, SECRET, type TypeUrl } from './type-urls.js';
 
 /** The brand only this module can write: a Snapshot made anywhere else does not type-check. */
 declare const sealed: unique symbol;
@@ -60,7 +60,7 @@ export class MissingReferenceError extends ChanceryError {
     readonly typeUrl: TypeUrl,
     readonly missing: readonly string[],
   ) {
-    super(`configuration for ${node} at revision ${revision} references missing ${typeUrl} resources: ${missing.join(', ')} (I5)`);
+    super(`configuration for ${node} at revision ${revision} references missing ${typeUrl} resources: ${missing.join(', ')} (${typeUrl === SECRET ? 'I8' : 'I5'})`);
   }
 }
 
@@ -117,7 +117,9 @@ function namesOf(target: TypeSnapshot): string {
 
 /**
  * Seals a node's resources into a Snapshot, refusing a configuration with no resources at
- * all (I1) and one whose listeners or clusters name a route or endpoint set it lacks (I5).
+ * all (I1), one whose listeners or clusters name a route or endpoint set it lacks (I5), and one
+ * whose listeners or clusters name a Secret it lacks (I8: Envoy would keep them warming, or fail
+ * their connections with `*_context_secrets_not_ready`, istio#31245).
  */
 export function sealSnapshot(parts: SnapshotParts): SealResult {
   const types = {} as Record<TypeUrl, TypeSnapshot>;
@@ -151,6 +153,8 @@ export function sealSnapshot(parts: SnapshotParts): SealResult {
       return { ok: false, error: new MissingReferenceError(parts.node, parts.revision, to, [...missing].sort()) };
     }
   }
+  const secrets = missingSecrets(types);
+  if (secrets !== undefined) return { ok: false, error: new MissingReferenceError(parts.node, parts.revision, SECRET, [...secrets].sort()) };
   return { ok: true, snapshot: new SealedSnapshot(parts.node, parts.revision, types, resourceCount) };
 }
 
@@ -165,6 +169,23 @@ export class ForgedSnapshotError extends ChanceryError {
 /** Throws unless `snapshot` came from `sealSnapshot`: checked before anything is pushed from it (I1). */
 export function assertSealed(snapshot: Snapshot): void {
   if (!SealedSnapshot.sealed(snapshot)) throw new ForgedSnapshotError((snapshot as { node?: unknown }).node);
+}
+
+/**
+ * The Secret names the snapshot's listeners and clusters use that its Secrets lack (I8). Only
+ * resources with TLS name any, so a mesh without mTLS pays a loop over empty lists; a node's
+ * Secrets are its own, so there is no shared set to check once for all nodes.
+ */
+function missingSecrets(types: Readonly<Record<TypeUrl, TypeSnapshot>>): Set<string> | undefined {
+  const target = types[SECRET];
+  let missing: Set<string> | undefined;
+  for (const from of [LISTENER, CLUSTER] as const) {
+    const type = types[from];
+    for (const set of [type.wildcard, ...type.named]) {
+      for (const resource of set.list) for (const name of resource.secrets) if (!target.get(name)) (missing ??= new Set()).add(name);
+    }
+  }
+  return missing;
 }
 
 /** `missing` with the names `resource` references that `target` lacks; made only when one is missing. */

@@ -4,22 +4,30 @@ export const LISTENER = `${prefix}envoy.config.listener.v3.Listener` as const;
 export const ROUTE = `${prefix}envoy.config.route.v3.RouteConfiguration` as const;
 export const CLUSTER = `${prefix}envoy.config.cluster.v3.Cluster` as const;
 export const ENDPOINT = `${prefix}envoy.config.endpoint.v3.ClusterLoadAssignment` as const;
+export const SECRET = `${prefix}envoy.extensions.transport_sockets.tls.v3.Secret` as const;
 
 /**
  * The types Chancery serves, in the order one ADS stream must push them (I5, make before
  * break): clusters first, then their endpoints, then the listeners that use them, then the
- * routes those listeners name. The order of this tuple MATTERS.
+ * routes those listeners name, then the secrets (SDS) both name. The order of this tuple MATTERS.
+ *
+ * SDS last, as Istio pushes it (pilot `PushOrder`): Envoy asks for a Secret only once a Cluster
+ * or Listener names it, and keeps that one warming until it has it; every Secret a snapshot's
+ * resources name is in the same snapshot (I8), so it is answered the moment it is asked for,
+ * whatever came before. The names are stable per node, so a renewal is an SDS push alone: a
+ * Secret's new version swaps the TLS context for new connections without touching the rest.
  */
-export const PUSH_ORDER = [CLUSTER, ENDPOINT, LISTENER, ROUTE] as const;
+export const PUSH_ORDER = [CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET] as const;
 
 export type TypeUrl = (typeof PUSH_ORDER)[number];
 
 /** Short names for logs, metrics labels and the API. */
-export const SHORT_NAME: Readonly<Record<TypeUrl, 'CDS' | 'EDS' | 'LDS' | 'RDS'>> = {
+export const SHORT_NAME: Readonly<Record<TypeUrl, 'CDS' | 'EDS' | 'LDS' | 'RDS' | 'SDS'>> = {
   [CLUSTER]: 'CDS',
   [ENDPOINT]: 'EDS',
   [LISTENER]: 'LDS',
   [ROUTE]: 'RDS',
+  [SECRET]: 'SDS',
 };
 
 /**

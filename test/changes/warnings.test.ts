@@ -19,7 +19,9 @@ const client = (name: string) => valid({ type: 'Dataplane', mesh: 'default', nam
 
 /** A projection holding these resources, each written once. */
 function holding(...resources: Valid<Resource>[]): Projection {
-  const events = [mesh, ...resources].map(
+  // A Mesh given first stands for the default one.
+  const all = resources[0]?.type === 'Mesh' ? resources : [mesh, ...resources];
+  const events = all.map(
     (resource, i): ResourceEvent => ({
       seq: asSeq(i + 1),
       key: { type: resource.type, mesh: resource.type === 'Mesh' ? resource.name : 'default', name: resource.name },
@@ -144,6 +146,37 @@ describe('warnings: a route share pointing at a subset with no endpoints', () =>
     expect(kinds(fleet, after(fleet, { put: [canary([100, 0])] }))).toEqual([]);
     expect(kinds(fleet, after(fleet, { put: [canary([100, 0])], remove: ['echo-2'] }))).toEqual([]);
     expect(kinds(fleet, after(fleet, { put: [versioned('echo-3', 'v2', 10003)] }))).toEqual([]);
+  });
+});
+
+describe('warnings: a mesh switching to strict mTLS while endpoints cannot accept TLS', () => {
+  const meshIn = (mode: string) => valid({ type: 'Mesh', name: 'default', dataplaneAuth: 'none', mtls: { mode } });
+  const status = (name: string, inbound: 'plaintext' | 'permissive' | 'strict') =>
+    ({ type: 'DataplaneTls', mesh: 'default', name, issuer: 'ca-1', trusts: ['ca-1'], inbound }) as unknown as Valid<Resource>;
+  const fleet = (statuses: Valid<Resource>[]) => holding(meshIn('permissive'), serving('echo-1', 'echo'), serving('echo-2', 'echo', 10002), calling('web-1', 'echo'), ...statuses);
+
+  it('fires naming the endpoints that reported plaintext, or nothing, before the switch', () => {
+    const before = fleet([status('echo-1', 'permissive'), status('echo-2', 'plaintext')]);
+    expect(warningsOf({ before, after: after(before, { put: [meshIn('strict')] }), facts: NO_FACTS })).toEqual([
+      {
+        kind: 'strict-mtls-plaintext-endpoints',
+        mesh: 'default',
+        service: 'echo',
+        dataplanes: ['echo-2'],
+        count: 1,
+        message: 'mesh default switches to strict mTLS while 1 endpoint of service echo (echo-2) has not reported an inbound accepting TLS: calls to them will fail; go through permissive first (docs/mtls.md)',
+      },
+    ]);
+    const silent = fleet([status('echo-1', 'permissive')]);
+    expect(warningsOf({ before: silent, after: after(silent, { put: [meshIn('strict')] }), facts: NO_FACTS })[0]).toMatchObject({ dataplanes: ['echo-2'] });
+  });
+
+  it('does not fire once every endpoint accepts TLS, for a Dataplane written with the switch, nor on the way to permissive', () => {
+    const ready = fleet([status('echo-1', 'permissive'), status('echo-2', 'permissive')]);
+    expect(kinds(ready, after(ready, { put: [meshIn('strict')] }))).toEqual([]);
+    expect(kinds(ready, after(ready, { put: [meshIn('strict'), serving('echo-3', 'echo', 10003)] }))).toEqual([]);
+    const plain = holding(meshIn('disabled'), serving('echo-1', 'echo'), calling('web-1', 'echo'));
+    expect(kinds(plain, after(plain, { put: [meshIn('permissive')] }))).toEqual([]);
   });
 });
 

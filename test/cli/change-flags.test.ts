@@ -28,9 +28,9 @@ describe('chancery apply --dry-run', () => {
         `Dry run: nothing was written. The change would follow revision ${revision}.`,
         'Dataplane default/backend-2 would be created',
         '2 nodes affected, 1 unchanged; resources sent: 2 added, 1 changed, 0 removed',
-        'NODE                DATAPLANE   CONNECTED   CDS   EDS   LDS   RDS',
-        'default.backend-2   created     -           +1    -     +1    -',
-        'default.web-1       kept        -           -     ~1    -     -',
+        'NODE                DATAPLANE   CONNECTED   CDS   EDS   LDS   RDS   SDS',
+        'default.backend-2   created     -           +1    -     +1    -     -',
+        'default.web-1       kept        -           -     ~1    -     -     -',
         '',
       ].join('\n'),
     );

@@ -30,7 +30,7 @@ let dir: string;
 const running: ClientProcess[] = [];
 
 beforeAll(async () => {
-  tls = tlsFixture();
+  tls = await tlsFixture();
   dir = mkdtempSync(path.join(tmpdir(), 'chancery-identity-clients-'));
   secure = await startHarness({ xdsTls: { cert: tls.cert, key: tls.key }, now: () => Date.now() + skew });
   backend = await startEchoBackend('backend-1');

@@ -28,7 +28,7 @@ let harness: Harness;
 let dir: string;
 
 beforeAll(async () => {
-  tls = tlsFixture();
+  tls = await tlsFixture();
   dir = mkdtempSync(path.join(tmpdir(), 'chancery-envoy-tokens-'));
   harness = await startHarness({ xdsTls: { cert: tls.cert, key: tls.key } });
   await harness.cp.apply({ type: 'Mesh', name: 'secure' });

@@ -11,7 +11,7 @@ const stored = (name: string) => ({ resource: { type: 'Dataplane', mesh: 'defaul
 
 function projection(revision: number, meshes: Record<string, ReadonlyMap<string, Held<Dataplane>>>): GenerationInput {
   const states = new Map<string, MeshResources>();
-  for (const [mesh, dataplanes] of Object.entries(meshes)) states.set(mesh, { mesh: { resource: { type: 'Mesh', name: mesh } } as MeshResources['mesh'], dataplanes });
+  for (const [mesh, dataplanes] of Object.entries(meshes)) states.set(mesh, { mesh: { resource: { type: 'Mesh', name: mesh } } as MeshResources['mesh'], dataplanes, authorities: new Map(), tls: new Map() });
   return { revision, meshes: states };
 }
 

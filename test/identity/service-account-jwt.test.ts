@@ -23,7 +23,7 @@ let account: ServiceAccountFile;
 const streams = new OpenStreams();
 
 beforeAll(async () => {
-  tls = tlsFixture();
+  tls = await tlsFixture();
   secure = await startHarness({ xdsTls: { cert: tls.cert, key: tls.key } });
   plain = await startHarness();
   for (const harness of [secure, plain]) {

@@ -20,8 +20,8 @@ import { eventually } from '../support/traffic.js';
 
 let tls: TlsFixture;
 let harness: Harness | undefined;
-beforeEach(() => {
-  tls = tlsFixture();
+beforeEach(async () => {
+  tls = await tlsFixture();
 });
 afterEach(async () => {
   await harness?.stop();
@@ -76,7 +76,7 @@ describe('xDS over TLS', () => {
     await served.nextResponse();
     const before = await servedFingerprint(harness!.xds, tls.ca);
     expect(before).toBe(fingerprintOf(readFileSync(tls.cert, 'utf8')));
-    const replaced = fingerprintOf(tls.reissue());
+    const replaced = fingerprintOf(await tls.reissue());
     await eventually('the new certificate on a new connection', async () => (await servedFingerprint(harness!.xds, tls.ca)) === replaced, { attempts: 200, every: 25 });
     expect(served.ended).toBeUndefined();
     expect(await firstAnswer(AdsStream.open(harness!.xds, { channel: trusting(tls.ca) }))).toBe(CLUSTER);
@@ -86,7 +86,7 @@ describe('xDS over TLS', () => {
   it('keeps serving the previous certificate while the files on disk do not make a pair', async () => {
     const before = await servedFingerprint(harness!.xds, tls.ca);
     // A certificate whose key is not the one beside it: as a deploy that wrote one file of two.
-    const other = tlsFixture();
+    const other = await tlsFixture();
     writeFileSync(tls.cert, readFileSync(other.cert));
     other.remove();
     for (let check = 0; check < 10; check++) expect(await servedFingerprint(harness!.xds, tls.ca)).toBe(before);
@@ -97,7 +97,7 @@ describe('mutual TLS on xDS (xdsTls.clientCa)', () => {
   it('serves only clients presenting a certificate the client CA signed', async () => {
     harness = await startHarness({ xdsTls: { cert: tls.cert, key: tls.key, clientCa: tls.ca } });
     await harness.cp.apply(backendDataplane('backend-1', 10001));
-    expect(await firstAnswer(AdsStream.open(harness.xds, { channel: trusting(tls.ca, tls.clientCertificate('backend-1')) }))).toBe(CLUSTER);
+    expect(await firstAnswer(AdsStream.open(harness.xds, { channel: trusting(tls.ca, await tls.clientCertificate('backend-1')) }))).toBe(CLUSTER);
     expect(await firstAnswer(AdsStream.open(harness.xds, { channel: trusting(tls.ca) }))).toBe(`ended ${status.UNAVAILABLE}`);
   });
 });
@@ -113,14 +113,14 @@ describe('the API over HTTPS', () => {
     expect(untrusted.code).toBe(1);
     expect(untrusted.stderr).toMatch(/cannot reach Chancery at .*: (unable to verify|self.signed|certificate)/i);
     expect((await get()).code).toBe(1);
-    const replaced = fingerprintOf(tls.reissue());
+    const replaced = fingerprintOf(await tls.reissue());
     await eventually('the new API certificate', async () => (await servedFingerprint(harness!.api, tls.ca)) === replaced, { attempts: 200, every: 25 });
     expect((await get('--api-ca', tls.ca)).code).toBe(0);
   });
 
   it('with a client CA, answers only a CLI presenting a client certificate', async () => {
     harness = await startHarness({ apiTls: { cert: tls.cert, key: tls.key, clientCa: tls.ca } });
-    const client = tls.clientCertificate('operator');
+    const client = await tls.clientCertificate('operator');
     const get = (...flags: string[]) => runCli(['get', 'meshes', '--api-address', harness!.api, '--api-ca', tls.ca, ...flags]);
     expect((await get('--api-cert', client.cert, '--api-key', client.key)).code).toBe(0);
     expect((await get()).code).toBe(1);
@@ -130,9 +130,9 @@ describe('the API over HTTPS', () => {
 describe('TLS files that cannot be served', () => {
   it.each([
     ['a certificate that does not exist', () => ({ cert: `${tls.dir}/missing.crt`, key: tls.key }), /cannot read the TLS files.*missing\.crt/],
-    ['a key that is not the certificate’s', () => ({ cert: tls.cert, key: tls.clientCertificate('someone').key }), /do not make a certificate and its key/],
+    ['a key that is not the certificate’s', async () => ({ cert: tls.cert, key: (await tls.clientCertificate('someone')).key }), /do not make a certificate and its key/],
   ])('make start() reject, naming the files: %s', async (_case, paths, message) => {
-    const cp = createControlPlane({ xdsAddress: '127.0.0.1:0', apiAddress: false, store: 'memory', logger: pino({ level: 'silent' }), xdsTls: paths() });
+    const cp = createControlPlane({ xdsAddress: '127.0.0.1:0', apiAddress: false, store: 'memory', logger: pino({ level: 'silent' }), xdsTls: await paths() });
     await expect(cp.start()).rejects.toMatchObject({ code: 'CHANCERY_IDENTITY_TLS_FILES', message: expect.stringMatching(message) });
     await cp.stop();
   });

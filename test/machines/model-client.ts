@@ -9,7 +9,7 @@ import {
   type Protocol,
   type StreamRequest,
 } from '../../src/xds/index.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../src/xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET } from '../../src/xds/type-urls.js';
 import { AdsStream, DeltaStream, type StreamEnd } from '../support/ads-client.js';
 
 /** One stream of the model's client, as the replay drives and checks it. */
@@ -71,6 +71,13 @@ function asRead(read: ReturnType<typeof decodeRequest>): StreamRequest {
 }
 
 const EDS = (cluster: Record<string, unknown>) => cluster['type'] === 'EDS';
+
+/** The SDS Secrets a TLS context names (mesh mTLS): Envoy asks for them once a cluster or listener it holds names one. */
+const SDS_NAMES: readonly string[] = ['mtls:identity', 'mtls:trust:default'];
+const namesSecrets = (resource: Record<string, unknown>) => JSON.stringify(resource).includes('"sds_config"');
+/** The Secrets the client should ask for, given what it holds of clusters and listeners. */
+const secretsWanted = (holds: (typeUrl: string) => readonly Record<string, unknown>[]) =>
+  [...holds(CLUSTER), ...holds(LISTENER)].some(namesSecrets) ? SDS_NAMES : [];
 const nameOf = (resource: Record<string, unknown>) => String(resource['name'] ?? resource['cluster_name']);
 
 /** What both clients share: the connections, the streams, what they hold, and opening a stream. */
@@ -130,6 +137,8 @@ abstract class WireStream<TResponse extends { readonly typeUrl: string; readonly
   readonly sent: Array<{ typeUrl: string; names: readonly string[]; removed: readonly string[] }> = [];
   /** The EDS names it subscribes to. */
   protected edsNames: readonly string[] = [];
+  /** The SDS names it subscribes to (mesh mTLS). */
+  protected sdsNames: readonly string[] = [];
 
   constructor(readonly raw: RawStream<TResponse>) {
     raw.onResponse((response) => this.receive(response));
@@ -201,12 +210,18 @@ class SotwModelStream extends WireStream<DecodedResponse> implements ModelStream
     this.edsNames = holding ? this.owner.holds(CLUSTER).filter(EDS).map(nameOf).sort() : [];
     if (this.edsNames.length > 0) this.ads.send({ typeUrl: ENDPOINT, resourceNames: this.edsNames, versionInfo: version(ENDPOINT) });
     this.ads.send({ typeUrl: LISTENER, versionInfo: version(LISTENER) });
+    this.sdsNames = holding ? secretsWanted((typeUrl) => this.owner.holds(typeUrl)) : [];
+    if (this.sdsNames.length > 0) this.ads.send({ typeUrl: SECRET, resourceNames: [...this.sdsNames], versionInfo: version(SECRET) });
+  }
+
+  #named(typeUrl: string): readonly string[] {
+    return typeUrl === ENDPOINT ? this.edsNames : typeUrl === SECRET ? this.sdsNames : [];
   }
 
   nack(message: string): void {
     const last = this.ads.responses.at(-1);
     const typeUrl = last?.typeUrl ?? CLUSTER;
-    const names = typeUrl === ENDPOINT ? this.edsNames : [];
+    const names = this.#named(typeUrl);
     this.ads.send({ typeUrl, versionInfo: this.owner.held.get(typeUrl)?.versionInfo ?? '', responseNonce: last?.nonce ?? '', resourceNames: [...names], errorDetail: { code: 3, message } });
   }
 
@@ -227,15 +242,25 @@ class SotwModelStream extends WireStream<DecodedResponse> implements ModelStream
   protected receive(response: DecodedResponse): void {
     this.sent.push({ typeUrl: response.typeUrl, names: response.resources.map(nameOf), removed: [] });
     this.owner.held.set(response.typeUrl, response);
-    const names = response.typeUrl === ENDPOINT ? this.edsNames : [];
+    const names = this.#named(response.typeUrl);
     this.ads.send({ typeUrl: response.typeUrl, versionInfo: response.versionInfo, responseNonce: response.nonce, resourceNames: [...names] });
     this.answered.add(response.nonce);
+    if (response.typeUrl === CLUSTER || response.typeUrl === LISTENER) this.#followSecrets();
     if (response.typeUrl !== CLUSTER) return;
     const wanted = response.resources.filter(EDS).map(nameOf).sort();
     if (wanted.join('\n') === this.edsNames.join('\n')) return;
     this.edsNames = wanted;
     const eds = this.last(ENDPOINT);
     this.ads.send({ typeUrl: ENDPOINT, resourceNames: wanted, versionInfo: eds?.versionInfo ?? '', responseNonce: eds?.nonce ?? '' });
+  }
+
+  /** Asks for the Secrets its clusters and listeners name, once they name any. */
+  #followSecrets(): void {
+    const wanted = secretsWanted((typeUrl) => this.owner.holds(typeUrl));
+    if (wanted.join('\n') === this.sdsNames.join('\n')) return;
+    this.sdsNames = wanted;
+    const sds = [...this.ads.responses].reverse().find((candidate) => candidate.typeUrl === SECRET);
+    this.ads.send({ typeUrl: SECRET, resourceNames: [...wanted], versionInfo: sds?.versionInfo ?? '', responseNonce: sds?.nonce ?? '' });
   }
 }
 
@@ -283,6 +308,8 @@ class DeltaModelStream extends WireStream<DecodedDeltaResponse> implements Model
     this.edsNames = this.owner.holds(CLUSTER).filter(EDS).map(nameOf).sort();
     if (this.edsNames.length > 0) this.ads.send({ typeUrl: ENDPOINT, subscribe: [...this.edsNames], initialVersions: initial(ENDPOINT) });
     this.ads.send({ typeUrl: LISTENER, initialVersions: initial(LISTENER) });
+    this.sdsNames = secretsWanted((typeUrl) => this.owner.holds(typeUrl));
+    if (this.sdsNames.length > 0) this.ads.send({ typeUrl: SECRET, subscribe: [...this.sdsNames], initialVersions: initial(SECRET) });
   }
 
   nack(message: string): void {
@@ -314,6 +341,7 @@ class DeltaModelStream extends WireStream<DecodedDeltaResponse> implements Model
     for (const { name, version, resource } of response.resources) held.set(name, { version, resource });
     for (const name of response.removed) held.delete(name);
     this.owner.held.set(typeUrl, held);
+    if (typeUrl === CLUSTER || typeUrl === LISTENER) this.#followSecrets();
     if (typeUrl !== CLUSTER) return;
     const wanted = this.owner.holds(CLUSTER).filter(EDS).map(nameOf).sort();
     const subscribe = wanted.filter((name) => !this.edsNames.includes(name));
@@ -324,5 +352,13 @@ class DeltaModelStream extends WireStream<DecodedDeltaResponse> implements Model
     const endpoints = this.owner.held.get(ENDPOINT);
     for (const name of unsubscribe) endpoints?.delete(name);
     this.ads.send({ typeUrl: ENDPOINT, subscribe, unsubscribe });
+  }
+
+  /** Subscribes to the Secrets its clusters and listeners name, once they name any. */
+  #followSecrets(): void {
+    const wanted = secretsWanted((typeUrl) => this.owner.holds(typeUrl));
+    const subscribe = wanted.filter((name) => !this.sdsNames.includes(name));
+    this.sdsNames = wanted;
+    if (subscribe.length > 0) this.ads.send({ typeUrl: SECRET, subscribe });
   }
 }

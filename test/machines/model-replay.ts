@@ -6,9 +6,9 @@ import { expect } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { createControlPlane, type ControlPlane, type ResourceStore } from '../../src/index.js';
 import type { SessionView } from '../../src/machines/index.js';
-import { generate } from '../../src/mesh/index.js';
+import { generate, type NodeCertificate } from '../../src/mesh/index.js';
 import { decodeAny, type Protocol, type SessionGateway, type Snapshot, type StreamSink, type TypedRequest } from '../../src/xds/index.js';
-import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, SECRET } from '../../src/xds/type-urls.js';
 import { ScriptedLog } from '../store/scripted-log.js';
 import { modelClient, type ModelClient, type ModelStream } from './model-client.js';
 import type { ModelEvent, ModelPhase, ModelState } from './session-model.js';
@@ -18,6 +18,8 @@ const gc = vm.runInNewContext('gc') as () => void;
 
 export const NODE = 'default.model';
 export const GRACE = 10_000;
+/** ms on the injected clock that take a 30 s certificate past 2/3 of its life: a renewal. */
+const RENEWAL = 17_000;
 /** How long a step may take to settle: a session is answered within this, or the step fails saying why. */
 const SETTLE_MS = 3_000;
 const KEY = { type: 'Dataplane', mesh: 'default', name: 'model' } as const;
@@ -115,6 +117,8 @@ export class ModelReplay {
   #variant = 0;
   #barriers = 0;
   #stopped = false;
+  /** Whether the mesh has strict mTLS: the node is sent Secrets, and I8 is checked at every step. */
+  #mtls = false;
 
   private constructor(
     readonly cp: ControlPlane,
@@ -128,8 +132,8 @@ export class ModelReplay {
     this.#feedListeners = store.sizes().listeners;
   }
 
-  /** A control plane and a node that speaks `protocol`. */
-  static async start(protocol: Protocol): Promise<ModelReplay> {
+  /** A control plane and a node that speaks `protocol`, in a mesh with strict mTLS when `mtls`. */
+  static async start(protocol: Protocol, options: { readonly mtls?: boolean } = {}): Promise<ModelReplay> {
     const log = new ScriptedLog();
     const clock = new SimulatedClock();
     const watchdog = new Subject<void>();
@@ -147,8 +151,18 @@ export class ModelReplay {
       sessionGateway: (sessions) => (gateway = new WatchedGateway(sessions)),
     });
     await cp.start();
+    if (options.mtls === true) {
+      await cp.apply({ type: 'Mesh', name: 'default', dataplaneAuth: 'none', mtls: { mode: 'strict', certificateTTL: '30s' } });
+      const deadline = Date.now() + SETTLE_MS;
+      while (cp.list('CertificateAuthority', 'default').length === 0) {
+        if (Date.now() > deadline) throw new Error('the mesh got no CA');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    }
     await cp.apply(modelDataplane(0));
-    return new ModelReplay(cp, cp.store, gateway!, log, clock, watchdog, modelClient(protocol, cp.addresses.xds, NODE));
+    const replay = new ModelReplay(cp, cp.store, gateway!, log, clock, watchdog, modelClient(protocol, cp.addresses.xds, NODE));
+    replay.#mtls = options.mtls === true;
+    return replay;
   }
 
   /** Carries out `event` and checks that the server rests where the model says, with the invariants holding. */
@@ -214,6 +228,12 @@ export class ModelReplay {
       case 'grace':
         this.clock.increment(GRACE);
         break;
+      case 'renew': {
+        const serial = this.#view()?.certificate?.serial;
+        this.clock.increment(RENEWAL);
+        await this.#until(() => this.#view()?.certificate?.serial !== serial, Date.now() + SETTLE_MS, () => `${where}: no certificate renewed within ${SETTLE_MS} ms: ${this.#describe()}`);
+        break;
+      }
       case 'shutdown': {
         const stream = client.current;
         await cp.stop();
@@ -227,6 +247,7 @@ export class ModelReplay {
     }
     await this.#settle(after, where);
     this.#checkWire(where);
+    if (this.#mtls) this.#checkNoMissingSecret(where);
     if (after.phase === 'serving') this.#checkHoldsStoreConfiguration(where);
     if (event.type === 'supersede' && after.phase !== 'stopped') {
       // The superseded stream's NACK changed nothing for the stream that owns the node now (I4).
@@ -322,9 +343,34 @@ export class ModelReplay {
     return Object.values(view.types).every((type) => type.sent === undefined || type.sent.nonce === '' || stream.answered.has(type.sent.nonce));
   }
 
-  /** The oracle: what the client holds is what the generator makes of the store now, type by type. */
+  /**
+   * I8 on the client's side: every Secret a cluster or listener it holds names, it holds too,
+   * with a certificate and key (or CAs) in it: never a name waiting for nothing, never empty.
+   */
+  #checkNoMissingSecret(where: string): void {
+    const named = new Set<string>();
+    for (const resource of [...this.client.holds(CLUSTER), ...this.client.holds(LISTENER)]) {
+      for (const match of JSON.stringify(resource).matchAll(/"name":"(mtls:[^"]+)","sds_config"/g)) named.add(match[1]!);
+    }
+    const secrets = new Map(this.client.holds(SECRET).map((secret) => [String(secret['name']), JSON.stringify(secret)]));
+    for (const name of named) {
+      expect(secrets.has(name), `${where}: a cluster or listener the client holds names Secret ${name}, which it was not sent (I8)`).toBe(true);
+      expect(secrets.get(name), `${where}: Secret ${name} holds no certificate (I8)`).toMatch(/BEGIN CERTIFICATE/);
+    }
+  }
+
+  /** The certificate the client holds, as the generator takes it: from its identity Secret. */
+  #heldCertificate(): NodeCertificate | undefined {
+    const secret = this.client.holds(SECRET).find((held) => held['name'] === 'mtls:identity') as { tls_certificate?: { certificate_chain: { inline_string: string }; private_key: { inline_string: string } } } | undefined;
+    const pair = secret?.tls_certificate;
+    if (pair === undefined) return undefined;
+    const issuer = this.#view()?.certificate?.issuer ?? 'ca-1';
+    return { certificate: pair.certificate_chain.inline_string, privateKey: pair.private_key.inline_string, issuer, spiffeIds: ['spiffe://default/model-svc'] };
+  }
+
+  /** The oracle: what the client holds is what the generator makes of the store now (with the certificate it holds), type by type. */
   #checkHoldsStoreConfiguration(where: string): void {
-    const result = generate(NODE, this.cp.store.projection);
+    const result = generate(NODE, this.cp.store.projection, this.#mtls ? this.#heldCertificate() : undefined);
     expect(result.ok, `${where}: the store's configuration for the node`).toBe(true);
     const snapshot = (result as { snapshot: Snapshot }).snapshot;
     const held = (typeUrl: string) => this.client.holds(typeUrl);
@@ -334,6 +380,7 @@ export class ModelReplay {
     const names = held(CLUSTER).filter((cluster) => cluster['type'] === 'EDS').map((cluster) => String(cluster['name'])).sort();
     const assignments = names.map((name) => decodeAny(snapshot.types[ENDPOINT].get(name)!.any));
     expect(held(ENDPOINT), `${where}: the endpoints the client holds`).toEqual(assignments);
+    if (this.#mtls) expect(held(SECRET), `${where}: the Secrets the client holds`).toEqual(snapshot.types[SECRET].wildcard.list.map((resource) => decodeAny(resource.any)));
   }
 
   /**

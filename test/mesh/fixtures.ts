@@ -45,12 +45,12 @@ export function storedDataplane(spec: DataplaneSpec, seq = 1): Stored<Dataplane>
 }
 
 export function meshState(mesh: Stored<Mesh>, dataplanes: readonly Stored<Dataplane>[]): MeshState {
-  return { mesh, dataplanes: new Map(dataplanes.map((dataplane) => [dataplane.resource.name, dataplane])) };
+  return { mesh, dataplanes: new Map(dataplanes.map((dataplane) => [dataplane.resource.name, dataplane])), authorities: new Map(), tls: new Map() };
 }
 
 /** A mesh state with one dataplane replaced or added, as the projection makes on a write. */
 export function withDataplane(state: MeshState, dataplane: Stored<Dataplane>): MeshState {
-  return { mesh: state.mesh, dataplanes: new Map([...state.dataplanes, [dataplane.resource.name, dataplane]]) };
+  return { ...state, dataplanes: new Map([...state.dataplanes, [dataplane.resource.name, dataplane]]) };
 }
 
 export function projection(revision: number, ...states: readonly MeshState[]): Projection {

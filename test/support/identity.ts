@@ -14,29 +14,29 @@ export interface TlsFixture {
   /** Another CA's certificate file: a client trusting only it cannot verify the server. */
   readonly otherCa: string;
   /** Writes a fresh certificate for the same names from the same CA over `cert` and `key`; answers its PEM. */
-  reissue(): string;
+  reissue(): Promise<string>;
   /** A client certificate from the CA, for mutual TLS: its certificate and key files. */
-  clientCertificate(name: string): { readonly cert: string; readonly key: string };
+  clientCertificate(name: string): Promise<{ readonly cert: string; readonly key: string }>;
   remove(): void;
 }
 
-export function tlsFixture(): TlsFixture {
+export async function tlsFixture(): Promise<TlsFixture> {
   const dir = mkdtempSync(path.join(tmpdir(), 'chancery-tls-'));
-  const authority = createCertificateAuthority({ name: 'Chancery test CA', days: 2 });
-  const other = createCertificateAuthority({ name: 'Some other CA', days: 2 });
+  const authority = await createCertificateAuthority({ name: 'Chancery test CA', days: 2 });
+  const other = await createCertificateAuthority({ name: 'Some other CA', days: 2 });
   const files = { ca: path.join(dir, 'ca.crt'), cert: path.join(dir, 'tls.crt'), key: path.join(dir, 'tls.key'), otherCa: path.join(dir, 'other-ca.crt') };
   writeFileSync(files.ca, authority.certificate);
   writeFileSync(files.otherCa, other.certificate);
-  const reissue = () => {
-    const issued = issueCertificate(authority, { hosts: ['localhost', '127.0.0.1'], days: 1 });
+  const reissue = async () => {
+    const issued = await issueCertificate(authority, { hosts: ['localhost', '127.0.0.1'], days: 1 });
     // The key first: a reload between the two writes sees a certificate that does not match it, and keeps the old pair.
     writeFileSync(files.key, issued.privateKey);
     writeFileSync(files.cert, issued.certificate);
     return issued.certificate;
   };
-  reissue();
-  const clientCertificate = (name: string) => {
-    const issued = issueCertificate(authority, { hosts: [name], days: 1 });
+  await reissue();
+  const clientCertificate = async (name: string) => {
+    const issued = await issueCertificate(authority, { hosts: [name], days: 1 });
     const paths = { cert: path.join(dir, `${name}.crt`), key: path.join(dir, `${name}.key`) };
     writeFileSync(paths.cert, issued.certificate);
     writeFileSync(paths.key, issued.privateKey);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeResource } from '../../src/xds/encode.js';
 import { ResourceSet } from '../../src/xds/resource-set.js';
 import { sealSnapshot } from '../../src/xds/snapshot.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../src/xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET } from '../../src/xds/type-urls.js';
 
 const cluster = (name: string) => encodeResource(CLUSTER, name, { name, type: 'STATIC' });
 const names = (count: number) => Array.from({ length: count }, (_, index) => `cluster-${String(index).padStart(2, '0')}`);
@@ -45,6 +45,7 @@ describe('TypeSnapshot', () => {
         [ENDPOINT]: { wildcard: ResourceSet.empty, named: [] },
         [LISTENER]: { wildcard: ResourceSet.empty, named: [] },
         [ROUTE]: { wildcard: ResourceSet.empty, named: [] },
+        [SECRET]: { wildcard: ResourceSet.empty, named: [] },
       },
     });
     if (!result.ok) throw result.error;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeResource } from '../../src/xds/encode.js';
 import { ResourceSet } from '../../src/xds/resource-set.js';
 import { MissingReferenceError, sealSnapshot, type SealResult } from '../../src/xds/snapshot.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../src/xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET } from '../../src/xds/type-urls.js';
 
 const assignment = (service: string, address?: string) =>
   encodeResource(ENDPOINT, service, {
@@ -24,6 +24,7 @@ function seal(revision: number, endpoints: ResourceSet): SealResult {
       [ENDPOINT]: { wildcard: ResourceSet.empty, named: [endpoints] },
       [LISTENER]: { wildcard: ResourceSet.empty, named: [] },
       [ROUTE]: { wildcard: ResourceSet.empty, named: [] },
+      [SECRET]: { wildcard: ResourceSet.empty, named: [] },
     },
   });
 }

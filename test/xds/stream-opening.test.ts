@@ -4,7 +4,8 @@ import { CLUSTER, LISTENER } from '../../src/xds/type-urls.js';
 import { harnessFor } from '../support/harness-for.js';
 import { BACKEND, callStatus, envoyDataplane, getSession, namesOf, unaryStatus } from './fixtures.js';
 
-const SECRET = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
+// A type Chancery does not serve: the runtime layers of RTDS.
+const RUNTIME = 'type.googleapis.com/envoy.service.runtime.v3.Runtime';
 
 const harness = harnessFor({ resources: [BACKEND, envoyDataplane('web-1')] }, 'all');
 
@@ -61,10 +62,10 @@ describe('the node is read from the first request only (xDS "node only on the fi
 describe('an unsupported variant is refused with a gRPC status, never accepted and left silent', () => {
   it('ends a stream whose first request asks for an unsupported type URL, naming it', async () => {
     const stream = harness.streams.sotw();
-    stream.send({ typeUrl: SECRET, nodeId: 'default.web-1' });
+    stream.send({ typeUrl: RUNTIME, nodeId: 'default.web-1' });
     const end = await stream.ending();
     expect(end.code).toBe(status.INVALID_ARGUMENT);
-    expect(end.details).toContain(SECRET);
+    expect(end.details).toContain(RUNTIME);
     expect(end.details).toContain(CLUSTER);
   });
 
@@ -72,10 +73,10 @@ describe('an unsupported variant is refused with a gRPC status, never accepted a
     const stream = harness.streams.sotw();
     stream.send({ typeUrl: CLUSTER, nodeId: 'default.backend-1' });
     await stream.nextResponse();
-    stream.send({ typeUrl: SECRET, resourceNames: ['cert'] });
+    stream.send({ typeUrl: RUNTIME, resourceNames: ['cert'] });
     const end = await stream.ending();
     expect(end.code).toBe(status.INVALID_ARGUMENT);
-    expect(end.details).toContain(SECRET);
+    expect(end.details).toContain(RUNTIME);
     expect(end.details).toContain('default.backend-1');
   });
 

@@ -180,6 +180,16 @@ export function nodePage({ main, setLive }, node) {
       ['Protocol', view.stream ? (view.stream.protocol === 'delta' ? 'Delta' : 'State of the World') : '–'],
       ['Opened', view.stream ? timeElement(view.stream.openedAt) : '–'],
       ['Revision', view.revision ?? '–'],
+      // Mesh mTLS (docs/mtls.md): the workload certificate the node was last issued.
+      ...(view.certificate
+        ? [
+            ['Identity', view.certificate.spiffeIds.join(', ')],
+            ['Certificate', `serial ${view.certificate.serial}, CA ${view.certificate.issuer}`],
+            ['Valid until', timeElement(view.certificate.notAfter)],
+            ['Renewed at', timeElement(view.certificate.renewAt)],
+          ]
+        : []),
+      ...(view.inbound ? [['Inbound accepts', view.inbound.reason ? `${view.inbound.accepts}: ${view.inbound.reason}` : view.inbound.accepts]] : []),
     ];
     replace(
       headEl,
@@ -191,6 +201,7 @@ export function nodePage({ main, setLive }, node) {
     let notice;
     if (error !== undefined) notice = h('p', { class: 'notice error' }, error);
     else if (view?.error) notice = h('p', { class: 'notice error' }, h('strong', {}, view.error.code), ': ', view.error.message);
+    else if (view?.certificateError) notice = h('p', { class: 'notice error' }, h('strong', {}, 'Certificate not renewed'), ': ', view.certificateError, ' (the node keeps the one it holds; tried again)');
     else if (view !== undefined && (view.state === 'evicted' || missing)) {
       notice = h('p', { class: 'notice' }, `This session was evicted: it no longer exists on this instance. What it showed last is kept below.${onOthers}`);
     } else if (missing && others.length > 0) {

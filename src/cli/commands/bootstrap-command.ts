@@ -20,6 +20,7 @@ const OPTIONS = {
   'token-file': { type: 'string' },
   'xds-ca-file': { type: 'string' },
   'credentials-out': { type: 'string' },
+  certificates: { type: 'string' },
   force: { type: 'boolean' },
   ...CLIENT_FLAGS,
 } as const;
@@ -34,7 +35,8 @@ export const bootstrapCommand: Command = {
   summary: 'print the bootstrap a dataplane starts from: Envoy YAML or gRPC JSON',
   help: `Usage: chancery bootstrap envoy --node MESH.NAME [--xds HOST:PORT] [--admin-port N] [--delta]
                                   [--token-file FILE] [--xds-ca-file PATH] [--output FILE]
-       chancery bootstrap grpc --node MESH.NAME [--xds HOST:PORT] [--credentials-out DIR [--xds-ca-file PATH] [--force]] [--output FILE]
+       chancery bootstrap grpc --node MESH.NAME [--xds HOST:PORT] [--credentials-out DIR [--xds-ca-file PATH] [--force]]
+                               [--certificates DIR] [--output FILE]
 
 Prints what a dataplane needs to connect to Chancery, for the Dataplane its node id names
 (it must exist). The same as GET /meshes/MESH/dataplanes/NAME/bootstrap?format=envoy|grpc.
@@ -69,6 +71,9 @@ Options:
       gRPC with --credentials-out: the CA file for GRPC_DEFAULT_SSL_ROOTS_FILE_PATH
   --credentials-out DIR
       gRPC: make a service account and write the files above into DIR
+  --certificates DIR
+      gRPC, mesh mTLS: the directory chancery agent keeps the node's certificate files in; adds the
+      file_watcher certificate provider and the server listener template (docs/mtls.md)
   --force
       with --credentials-out: replace the files DIR holds, removing the old service account's key
   --output FILE
@@ -92,6 +97,8 @@ ${CLIENT_HELP}
       if (values['credentials-out'] !== undefined && values.output !== undefined) throw new UsageError('--credentials-out writes DIR/bootstrap.json; --output does not apply');
     } else if (values['credentials-out'] !== undefined) {
       throw new UsageError('--credentials-out applies to grpc; an Envoy takes --token-file');
+    } else if (values.certificates !== undefined) {
+      throw new UsageError('--certificates applies to grpc; an Envoy gets its certificates by SDS');
     }
     if (values.force && values['credentials-out'] === undefined) throw new UsageError('--force applies to --credentials-out: it replaces the files that DIR holds');
     const query = new URLSearchParams({ format });
@@ -111,6 +118,7 @@ ${CLIENT_HELP}
     // Checked before anything is made: a refusal leaves the store as it was.
     const replaced = credentialsOut === undefined ? undefined : await existingCredentials(credentialsOut, values.force === true);
     if (credentialsOut !== undefined) query.set('credentials', 'google_default');
+    if (values.certificates !== undefined) query.set('certificates', values.certificates);
     const dataplane = resourcePath({ type: 'Dataplane', mesh: node.mesh, name: node.name });
     const client = clientFrom(values, io.env);
     const headers: Record<string, string> = values['token-file'] === undefined ? {} : { [TOKEN_HEADER]: await readToken(values['token-file']) };

@@ -133,6 +133,7 @@ function describeSession(view: SessionView): string {
     `Revision:  ${view.revision ?? '-'}`,
   ];
   if (view.error !== undefined) lines.push(`Error:     ${view.error.code}: ${view.error.message}`);
+  lines.push(...describeCertificate(view));
 
   const types = Object.entries(view.types).sort(([a], [b]) => (a < b ? -1 : 1));
   const versionAndNonce = (entry: { version: string; nonce: string } | undefined) => (entry === undefined ? '-' : `${entry.version}/${entry.nonce}`);
@@ -168,6 +169,21 @@ function describeSession(view: SessionView): string {
     ...(timeline.length > 0 ? timeline : ['  none recorded']),
     '',
   ].join('\n');
+}
+
+/** A node's workload certificate, in a mesh with mTLS (docs/mtls.md); nothing otherwise. */
+function describeCertificate(view: SessionView): string[] {
+  const { certificate, certificateError } = view;
+  const lines: string[] = [];
+  if (certificate !== undefined) {
+    lines.push(
+      `Identity:  ${certificate.spiffeIds.join(', ')}`,
+      `Certificate: serial ${certificate.serial}, issued by CA ${certificate.issuer}, valid until ${certificate.notAfter}, renewed at ${certificate.renewAt}`,
+    );
+  }
+  if (certificateError !== undefined) lines.push(`Certificate error: ${oneLine(certificateError)} (the node keeps what it holds; tried again)`);
+  if (view.inbound !== undefined) lines.push(`Inbound:   accepts ${view.inbound.accepts}${view.inbound.reason === undefined ? '' : `: ${view.inbound.reason}`}`);
+  return lines;
 }
 
 function describeStory(story: FleetSessionHistory): string {

@@ -17,8 +17,8 @@ export const revertCommand: Command = {
 
 Writes, as one new change (all or nothing, authored by you), every Mesh, Dataplane and policy as it was
 at REVISION: each that differs written back, each created since deleted; nothing else is
-written. With --mesh, only that mesh's. Keys and tokens are never reverted (a revoked key would
-verify again). Each write is conditional on the version read, so a write landing meanwhile
+written. With --mesh, only that mesh's. Keys, tokens and CAs are never reverted (a revoked key
+would verify again), nor the statuses Chancery writes itself. Each write is conditional on the version read, so a write landing meanwhile
 makes it a conflict (HTTP 409) instead of being overwritten. A revision older than the history
 kept (--retention) is refused (HTTP 410). 'chancery history' and 'chancery diff' find one;
 --dry-run shows what going back would do to every node first.

@@ -13,7 +13,7 @@ import {
   type TypedRequest,
   type XdsResponse,
 } from '../../../src/xds/index.js';
-import { CLUSTER, ENDPOINT, FULL_STATE, LISTENER, ROUTE, type TypeUrl } from '../../../src/xds/type-urls.js';
+import { CLUSTER, ENDPOINT, FULL_STATE, LISTENER, ROUTE, SECRET, type TypeUrl } from '../../../src/xds/type-urls.js';
 
 /**
  * The per-stream protocol state, rule by rule, as go-control-plane tests its `Subscription`: one
@@ -35,6 +35,7 @@ function snapshot(revision: number, clusters: readonly ReturnType<typeof cluster
       [ENDPOINT]: { wildcard: ResourceSet.empty, named: [new ResourceSet(clusters.map((c) => assignment(c.name)))] },
       [LISTENER]: { wildcard: ResourceSet.empty, named: [] },
       [ROUTE]: { wildcard: ResourceSet.empty, named: [] },
+      [SECRET]: { wildcard: ResourceSet.empty, named: [] },
     },
   });
   if (!sealed.ok) throw sealed.error;

@@ -1,0 +1,114 @@
+import { parseAge } from '../durations.js';
+import type { Held, MeshResources } from './generation-input.js';
+import type { CertificateAuthority, Dataplane, Mesh, MtlsMode } from './resources.js';
+
+/**
+ * What a mesh's mTLS settings and CAs say, as pure functions of a mesh state (DESIGN §6 "Mesh
+ * mTLS"): the generator, the instance that issues certificates and the API all read them here,
+ * so every instance answers the same from the same revision (I6).
+ */
+
+/** A mesh's mTLS mode: `disabled` when it says nothing. */
+export function mtlsModeOf(mesh: Mesh): MtlsMode {
+  return mesh.mtls?.mode ?? 'disabled';
+}
+
+/** How long the mesh's workload certificates live, in ms (validation bounds it to 30 s .. 90 d). */
+export function certificateTtlOf(mesh: Mesh): number {
+  return parseAge(mesh.mtls?.certificateTTL ?? '24h')!;
+}
+
+/** A certificate is renewed once this share of its life has passed (DESIGN §6: at 2/3). */
+export const RENEWAL_POINT = 2 / 3;
+
+/** When a certificate valid from `notBefore` to `notAfter` (epoch ms) is due for renewal. */
+export function renewalDue(notBefore: number, notAfter: number): number {
+  return Math.round(notBefore + (notAfter - notBefore) * RENEWAL_POINT);
+}
+
+/** The trust domain of a mesh's SPIFFE IDs: the mesh's name. */
+export function spiffeTrustDomain(mesh: string): string {
+  return `spiffe://${mesh}`;
+}
+
+/** The SPIFFE ID of a service: what a client checks a server's certificate for. */
+export function serviceSpiffeId(mesh: string, service: string): string {
+  return `spiffe://${mesh}/${service}`;
+}
+
+/**
+ * The URI SANs of a dataplane's certificate: one per service it serves, sorted; a dataplane that
+ * serves none (a pure client) is `spiffe://<mesh>/dataplane/<name>`, a path no service name (a
+ * DNS label, without `/`) can take.
+ */
+export function spiffeIdsOf(dataplane: Dataplane): readonly string[] {
+  const services = [...new Set(dataplane.networking.inbound.map((inbound) => inbound.tags.service))].sort();
+  if (services.length === 0) return [`spiffe://${dataplane.mesh}/dataplane/${dataplane.name}`];
+  return services.map((service) => serviceSpiffeId(dataplane.mesh, service));
+}
+
+const AUTHORITY_ID = /^ca-([1-9]\d{0,8})$/;
+
+/** The id of a mesh's `n`th CA: `ca-1`, `ca-2`, … */
+export function authorityId(n: number): string {
+  return `ca-${n}`;
+}
+
+/** The creation order of a CA id (`ca-3` → 3); 0 for an id Chancery did not make. */
+export function authorityOrdinal(id: string): number {
+  const match = AUTHORITY_ID.exec(id);
+  return match === null ? 0 : Number(match[1]);
+}
+
+/** A mesh's CAs, oldest first. */
+export function authoritiesOf(state: MeshResources): readonly Held<CertificateAuthority>[] {
+  return [...state.authorities.values()].sort((a, b) => authorityOrdinal(a.resource.name) - authorityOrdinal(b.resource.name));
+}
+
+/**
+ * The mesh's trust bundle: every CA's certificate, oldest first, each on lines of its own (a PEM
+ * run into the next is not read past the first: Envoy NACKs "Failed to load trusted CA
+ * certificates").
+ */
+export function trustBundleOf(state: MeshResources): string {
+  return authoritiesOf(state)
+    .map(({ resource }) => (resource.certificate.endsWith('\n') ? resource.certificate : `${resource.certificate}\n`))
+    .join('');
+}
+
+/**
+ * The CA that signs the mesh's certificates now: the newest that every dataplane verifying
+ * certificates (one whose status lists a trust bundle) has ACKed in its bundle, so nothing it
+ * signs is presented before every peer trusts it (I8); the oldest when none is trusted by all
+ * yet. Undefined while the mesh has no CA. A rotated-in CA therefore signs only once the fleet
+ * has ACKed the bundle holding it; a dataplane that keeps its old bundle (gone without its
+ * Dataplane being deleted) keeps the old CA signing, which `GET /meshes/{mesh}/ca` shows.
+ */
+export function signingAuthority(state: MeshResources): Held<CertificateAuthority> | undefined {
+  const authorities = authoritiesOf(state);
+  for (let i = authorities.length - 1; i >= 0; i--) {
+    const candidate = authorities[i]!;
+    if (trustedByAll(state, candidate.resource.name)) return candidate;
+  }
+  return authorities[0];
+}
+
+function trustedByAll(state: MeshResources, id: string): boolean {
+  for (const [name, status] of state.tls) {
+    const { trusts } = status.resource;
+    // A status of a Dataplane deleted since is no verifier; one with no bundle verifies nothing.
+    if (trusts.length === 0 || !state.dataplanes.has(name)) continue;
+    if (!trusts.includes(id)) return false;
+  }
+  return true;
+}
+
+/** The dataplanes whose bundle does not hold CA `id` yet: what keeps it from signing. */
+export function notYetTrusting(state: MeshResources, id: string): readonly string[] {
+  const waiting: string[] = [];
+  for (const [name, status] of state.tls) {
+    const { trusts } = status.resource;
+    if (trusts.length > 0 && state.dataplanes.has(name) && !trusts.includes(id)) waiting.push(name);
+  }
+  return waiting.sort();
+}

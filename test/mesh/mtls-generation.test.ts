@@ -1,0 +1,137 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { issueWorkloadCertificate, newMeshAuthority, type IssuedWorkloadCertificate } from '../../src/identity/index.js';
+import { generate } from '../../src/mesh/generator.js';
+import { spiffeIdsOf } from '../../src/mesh/mesh-tls.js';
+import type { CertificateAuthority, Dataplane, DataplaneTls, InboundTls, Mesh, MtlsMode, Valid } from '../../src/mesh/resources.js';
+import type { MeshState } from '../../src/store/types.js';
+import { encodeResource } from '../../src/xds/encode.js';
+import { ResourceSet } from '../../src/xds/resource-set.js';
+import { MissingReferenceError, sealSnapshot, type Snapshot } from '../../src/xds/snapshot.js';
+import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, SECRET } from '../../src/xds/type-urls.js';
+import { decodeAny } from '../../src/xds/decode.js';
+import { meshState, projection, stored, storedDataplane, valid } from './fixtures.js';
+
+const NOW = Date.UTC(2026, 11, 5);
+let authority: CertificateAuthority;
+const certificates = new Map<string, IssuedWorkloadCertificate>();
+
+beforeAll(async () => {
+  authority = await newMeshAuthority('default', 'ca-1', NOW);
+});
+
+const backend = (name: string, port: number) => storedDataplane({ name, address: '10.0.0.1', inbound: [{ port, servicePort: 9000, tags: { service: 'backend' } }] });
+const web = storedDataplane({ name: 'web-1', address: '10.0.0.9', inbound: [{ port: 8080, tags: { service: 'web' } }], outbound: [{ port: 20001, service: 'backend' }] });
+
+function state(mode: MtlsMode, options: { statuses?: Record<string, InboundTls>; authorities?: boolean } = {}): MeshState {
+  const mesh = stored(valid({ type: 'Mesh', name: 'default', mtls: { mode, certificateTTL: '1h' } }) as Valid<Mesh>);
+  const base = meshState(mesh, [backend('backend-1', 10001), backend('backend-2', 10002), web]);
+  const authorities = options.authorities === false ? new Map() : new Map([['ca-1', stored(authority as Valid<CertificateAuthority>)]]);
+  const tls = new Map(
+    Object.entries(options.statuses ?? {}).map(([name, inbound]) => [name, stored({ type: 'DataplaneTls', mesh: 'default', name, issuer: 'ca-1', trusts: ['ca-1'], inbound } as unknown as Valid<DataplaneTls>)]),
+  );
+  return { ...base, authorities, tls };
+}
+
+async function certificateOf(dataplane: Dataplane): Promise<IssuedWorkloadCertificate> {
+  let issued = certificates.get(dataplane.name);
+  if (issued === undefined) {
+    issued = await issueWorkloadCertificate({ authority, spiffeIds: spiffeIdsOf(dataplane), now: NOW, ttl: 3_600_000 });
+    certificates.set(dataplane.name, issued);
+  }
+  return issued;
+}
+
+async function snapshotOf(at: MeshState, name = 'web-1'): Promise<Snapshot> {
+  const result = generate(`default.${name}`, projection(7, at), await certificateOf(at.dataplanes.get(name)!.resource));
+  if (!result.ok) throw result.error;
+  return result.snapshot;
+}
+
+const json = (snapshot: Snapshot, typeUrl: (typeof PUSH_ORDER)[number], name: string) => decodeAny(snapshot.types[typeUrl].get(name)!.any) as Record<string, any>;
+
+describe('generating with mTLS', () => {
+  it('answers CertificateNeededError, never a configuration, while the node holds no certificate or its mesh no CA', async () => {
+    for (const [at, certificate, reason] of [
+      [state('strict'), undefined, /holds none yet/],
+      [state('strict', { authorities: false }), await certificateOf(web.resource), /CA is being created/],
+      [state('permissive'), { ...(await certificateOf(web.resource)), spiffeIds: ['spiffe://default/old'] }, /names spiffe:\/\/default\/old, and it serves spiffe:\/\/default\/web now/],
+      [state('permissive'), { ...(await certificateOf(web.resource)), issuer: 'ca-0' }, /CA ca-0 was removed/],
+    ] as const) {
+      const result = generate('default.web-1', projection(7, at), certificate);
+      expect(result.ok).toBe(false);
+      expect(!result.ok && result.error).toMatchObject({ code: 'CHANCERY_MESH_CERTIFICATE_NEEDED', message: expect.stringMatching(reason) });
+    }
+  });
+
+  it('gives a strict node its certificate and the trust bundle as Secrets, named by an inbound requiring client certificates and a cluster checking the service’s SPIFFE ID (I8)', async () => {
+    const snapshot = await snapshotOf(state('strict'));
+    const secrets = snapshot.types[SECRET].wildcard.list.map((secret) => secret.name);
+    expect(secrets).toEqual(['mtls:identity', 'mtls:trust:default']);
+    const identity = json(snapshot, SECRET, 'mtls:identity');
+    expect(identity.tls_certificate.certificate_chain.inline_string).toBe((await certificateOf(web.resource)).certificate);
+    expect(json(snapshot, SECRET, 'mtls:trust:default').validation_context.trusted_ca.inline_string).toBe(`${authority.certificate}\n`);
+
+    const inbound = json(snapshot, LISTENER, 'inbound:10.0.0.9:8080');
+    expect(inbound.filter_chains).toHaveLength(1);
+    const downstream = inbound.filter_chains[0].transport_socket.typed_config;
+    expect(downstream.require_client_certificate).toBe(true);
+    expect(downstream.common_tls_context.combined_validation_context.default_validation_context.match_typed_subject_alt_names).toEqual([{ san_type: 'URI', matcher: { prefix: 'spiffe://default/' } }]);
+    const cluster = json(snapshot, CLUSTER, 'backend');
+    const upstream = cluster.transport_socket.typed_config.common_tls_context;
+    expect(upstream.tls_certificate_sds_secret_configs).toEqual([{ name: 'mtls:identity', sds_config: { ads: {}, resource_api_version: 'V3' } }]);
+    expect(upstream.combined_validation_context.default_validation_context.match_typed_subject_alt_names).toEqual([{ san_type: 'URI', matcher: { exact: 'spiffe://default/backend' } }]);
+    // Every Secret a Listener or Cluster names is in the snapshot: sealSnapshot checked it.
+    const named = [LISTENER, CLUSTER].flatMap((typeUrl) => snapshot.types[typeUrl].wildcard.list.flatMap((resource) => resource.secrets));
+    expect(new Set(named)).toEqual(new Set(secrets));
+  });
+
+  it('in permissive, keeps a client on plaintext to a service until every endpoint reports an inbound that accepts TLS', async () => {
+    const plaintext = (at: MeshState) => snapshotOf(at).then((snapshot) => json(snapshot, CLUSTER, 'backend').transport_socket === undefined);
+    expect(await plaintext(state('permissive'))).toBe(true);
+    expect(await plaintext(state('permissive', { statuses: { 'backend-1': 'permissive' } }))).toBe(true);
+    expect(await plaintext(state('permissive', { statuses: { 'backend-1': 'permissive', 'backend-2': 'plaintext' } }))).toBe(true);
+    expect(await plaintext(state('permissive', { statuses: { 'backend-1': 'permissive', 'backend-2': 'permissive' } }))).toBe(false);
+    // In strict, an endpoint that never reported is new: its first configuration is strict.
+    expect(await plaintext(state('strict', { statuses: { 'backend-1': 'strict' } }))).toBe(false);
+    expect(await plaintext(state('strict', { statuses: { 'backend-1': 'strict', 'backend-2': 'plaintext' } }))).toBe(true);
+    const inbound = json(await snapshotOf(state('permissive')), LISTENER, 'inbound:10.0.0.9:8080');
+    expect(inbound.listener_filters.map((filter: { name: string }) => filter.name)).toEqual(['envoy.filters.listener.tls_inspector']);
+    expect(inbound.filter_chains.map((chain: any) => chain.filter_chain_match.transport_protocol)).toEqual(['tls', 'raw_buffer']);
+  });
+
+  it('names no Secret and sends none with mTLS disabled', async () => {
+    const result = generate('default.web-1', projection(7, state('disabled')));
+    expect(result.ok && result.snapshot.types[SECRET].size).toBe(0);
+    expect(result.ok && json(result.snapshot, CLUSTER, 'backend').transport_socket).toBeUndefined();
+  });
+
+  it('renews by the Secret alone: a new certificate changes no Listener or Cluster version', async () => {
+    const at = state('strict');
+    const first = await snapshotOf(at);
+    const renewed = await issueWorkloadCertificate({ authority, spiffeIds: spiffeIdsOf(web.resource), now: NOW + 1_000, ttl: 3_600_000 });
+    const result = generate('default.web-1', projection(8, at), renewed);
+    if (!result.ok) throw result.error;
+    for (const typeUrl of [CLUSTER, ENDPOINT, LISTENER, ROUTE]) expect(result.snapshot.types[typeUrl].version).toBe(first.types[typeUrl].version);
+    expect(result.snapshot.types[SECRET].version).not.toBe(first.types[SECRET].version);
+  });
+});
+
+describe('I8 by construction', () => {
+  it('refuses to seal a Listener or Cluster naming a Secret the snapshot lacks', () => {
+    const cluster = encodeResource(CLUSTER, 'backend', { name: 'backend', type: 'STATIC', connect_timeout: { seconds: 1 } }, [], ['mtls:identity']);
+    const result = sealSnapshot({
+      node: 'default.web-1',
+      revision: 3,
+      types: {
+        [CLUSTER]: { wildcard: new ResourceSet([cluster]), named: [] },
+        [ENDPOINT]: { wildcard: ResourceSet.empty, named: [] },
+        [LISTENER]: { wildcard: ResourceSet.empty, named: [] },
+        [ROUTE]: { wildcard: ResourceSet.empty, named: [] },
+        [SECRET]: { wildcard: ResourceSet.empty, named: [] },
+      },
+    });
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.error).toBeInstanceOf(MissingReferenceError);
+    expect(!result.ok && result.error).toMatchObject({ typeUrl: SECRET, missing: ['mtls:identity'], message: expect.stringContaining('(I8)') });
+  });
+});
