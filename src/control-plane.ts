@@ -1,6 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { interval, type Observable, type Subscription } from 'rxjs';
 import { ControlPlaneMetrics, createApiServer, sessionsOf, type ApiServer } from './api/index.js';
+import { ChangeDesk, Rollouts, type FleetSessions, type Run } from './changes/index.js';
 import type { ControlPlaneOptions } from './control-plane-options.js';
 import { DEFAULTS } from './defaults.js';
 import { InvalidResourceInputError } from './errors.js';
@@ -129,6 +130,9 @@ export function createControlPlane(options: ControlPlaneOptions = {}): ControlPl
  */
 const GENERATION_BEFORE_SERVING_MS = 2_000;
 
+/** ms the other instances' saved sessions are reused for between reads (change warnings read them). */
+const SAVED_SESSIONS_REUSE_MS = 1_000;
+
 /** What exists only while the control plane runs. */
 interface Running {
   readonly log: EventLog;
@@ -161,6 +165,7 @@ class ChanceryControlPlane implements ControlPlane {
   #xdsTls: TlsFiles | undefined;
   #inspector: SessionInspector | undefined;
   #running: Running | undefined;
+  #saved: { readonly at: number; readonly read: Promise<readonly FleetSession[]> } | undefined;
 
   constructor(options: ControlPlaneOptions) {
     this.#options = options;
@@ -312,6 +317,8 @@ class ChanceryControlPlane implements ControlPlane {
         {
           instanceId: this.instanceId,
           store,
+          changes: new ChangeDesk({ store, sessions: this.#fleetSessions(), run: this.#inBackground }),
+          rollouts: new Rollouts({ store, sessions: this.#fleetSessions(), run: this.#inBackground, onComplete: (seconds) => this.metrics.rolledOut(seconds) }),
           sessions: sessionsOf(this.#views, this.#watch),
           fleet: { others: (node) => recordedSessions(this.#recordedSource(), node), instances: () => this.instances() },
           ready: () => store.ready,
@@ -417,6 +424,34 @@ class ChanceryControlPlane implements ControlPlane {
   fleetSessions(node?: string): Promise<FleetSession[]> {
     const own = node === undefined ? this.#views.list() : [this.#views.get(node)].filter((view) => view !== undefined);
     return fleetSessions(this.#recordedSource(), own, node);
+  }
+
+  /** The fleet's sessions as previews, warnings and rollouts read them (issue 31). */
+  #fleetSessions(): FleetSessions {
+    return { local: (node) => this.#views.brief(node), saved: () => this.#savedSessions() };
+  }
+
+  /** Work of the API's over many nodes (a preview's generation), in slices behind the sessions' own. */
+  readonly #inBackground: Run = (items, work) => {
+    this.#scheduler.schedule(items, work, 'background');
+    return this.#scheduler.settled('background');
+  };
+
+  /**
+   * The other instances' sessions as saved, read at most once a second: they are saved that
+   * often (`recordInterval`), and every write's warnings look at them.
+   */
+  #savedSessions(): Promise<readonly FleetSession[]> {
+    const now = this.#now();
+    if (this.#saved === undefined || now - this.#saved.at >= SAVED_SESSIONS_REUSE_MS) {
+      const read = recordedSessions(this.#recordedSource());
+      // A failed read is not kept: the next caller reads again.
+      read.catch(() => {
+        if (this.#saved?.read === read) this.#saved = undefined;
+      });
+      this.#saved = { at: now, read };
+    }
+    return this.#saved.read;
   }
 
   #recordedSource() {

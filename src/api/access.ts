@@ -28,8 +28,11 @@ export type ApiAccess =
  */
 const OPEN_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/:file', CERTIFICATE_ROUTE]);
 
-/** Routes whose writes name their meshes in the body: the handler checks each (`POST /apply`). */
-const BODY_MESH_ROUTES = new Set(['/apply']);
+/**
+ * Write routes whose meshes are in the body or the query, not the path: a writer passes the gate,
+ * and the handler checks each mesh it would write (`POST /apply` each item's, a revert `checkMeshes`).
+ */
+const BODY_MESH_ROUTES = new Set(['/apply', '/revisions/:revision/revert']);
 
 /** Routes only an admin may call, whatever the method: callers and the keys that sign tokens. */
 const ADMIN_ROUTES = [/^\/api-tokens/, /^\/meshes\/:mesh\/signing-keys/];
@@ -76,6 +79,20 @@ export function refusalOf(caller: ApiCaller, method: string, route: string | und
     return `a writer may write only its meshes (${caller.meshes.join(', ')})${mesh === undefined ? '' : `, not ${mesh}`}`;
   }
   return undefined;
+}
+
+/**
+ * Refuses (403) a write a writer's token does not cover: one of `meshes` is not its. The check
+ * of routes whose meshes the gate cannot see (`BODY_MESH_ROUTES`); `undefined` stands for
+ * "every mesh" (a revert of the whole store), which only an admin may write.
+ */
+export function checkMeshes(request: FastifyRequest, meshes: Iterable<string> | undefined): void {
+  const { caller } = request;
+  if (caller === undefined || caller.role === 'admin') return;
+  const outside = meshes === undefined ? undefined : [...meshes].find((mesh) => !caller.meshes.includes(mesh));
+  if (meshes !== undefined && outside === undefined) return;
+  const not = outside === undefined ? ', not every mesh' : `, not ${outside}`;
+  throw new ForbiddenError(caller, `a writer may write only its meshes (${caller.meshes.join(', ')})${not}`);
 }
 
 /** Who the caller is as the event log records it: its token's name, or its address without tokens. */

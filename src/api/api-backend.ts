@@ -1,3 +1,4 @@
+import type { ChangeDesk, Rollouts } from '../changes/index.js';
 import type { SessionView } from '../machines/index.js';
 import type { SessionPage, SessionSummary, SessionViews, SessionWatch } from '../sessions/index.js';
 import type { FleetSession } from '../fleet/index.js';
@@ -9,6 +10,10 @@ import type { InstanceRecord, ResourceStore } from '../store/index.js';
 export interface ApiBackend {
   readonly instanceId: string;
   readonly store: ResourceStore;
+  /** Where writes are previewed, checked for warnings and made (issue 31). */
+  readonly changes: ChangeDesk;
+  /** How writes land across the fleet (`GET /revisions/{R}`). */
+  readonly rollouts: Rollouts;
   readonly sessions: {
     list(): readonly SessionView[];
     get(node: string): SessionView | undefined;

@@ -2,29 +2,30 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { APPLY_LIMITS } from '../apply-limits.js';
 import { ChanceryError } from '../chancery-error.js';
 import { clip, excerpt } from '../excerpt.js';
-import { CONFIGURATION_TYPES, keyOf, type ConfigurationType, type Resource, type ResourceKey } from '../mesh/index.js';
-import { describeKey, MeshNotFoundError, VersionConflictError, type PutWrite, type ResourceStore, type Stored } from '../store/index.js';
+import { CONFIGURATION_TYPES, keyOf, type ConfigurationType, type ResourceKey } from '../mesh/index.js';
+import type { DeskWritten, ItemJson } from '../changes/index.js';
+import { describeKey, MeshNotFoundError, VersionConflictError, type ResourceStore, type Write } from '../store/index.js';
 import { authorOf, refusalOf } from './access.js';
+import type { ApiBackend } from './api-backend.js';
 import { errorResponse } from './error-response.js';
 import { ApplyRefusedError, ForbiddenError, InvalidResourceError, MalformedBodyError, type RefusedDocument } from './errors.js';
 import { putPrecondition } from './preconditions.js';
+import { takes, type Query } from './query-params.js';
 import { resourceFromBody } from './resource-from-body.js';
+import { readWriteQuery, WRITE_PARAMS, type WriteAnswer } from './write-query.js';
 
-/** What became of one resource of an apply; `unchanged` once a write identical to what is stored appends nothing (issue 31). */
+/** What became of one resource of an apply; `unchanged`: identical to what is stored, nothing appended (issue 31). */
 export type ApplyOutcome = 'created' | 'configured' | 'unchanged' | 'refused';
 
 /** One resource of a `POST /apply` answer, in the order sent. */
-export interface AppliedDocument {
+export interface AppliedDocument extends ItemJson {
   readonly type: ConfigurationType;
-  readonly mesh: string;
-  readonly name: string;
   readonly outcome: Exclude<ApplyOutcome, 'refused'>;
   readonly version: number;
 }
 
-/** The `POST /apply` answer: every resource's outcome, and the store revision they were all written at. */
-export interface ApplyAnswer {
-  readonly revision: number;
+/** The `POST /apply` answer: every resource's outcome, the revisions the apply spans, and its warnings. */
+export interface ApplyAnswer extends WriteAnswer {
   readonly items: readonly AppliedDocument[];
 }
 
@@ -35,7 +36,7 @@ const IDENTITY_LENGTH = 128;
 interface Checked {
   readonly index: number;
   readonly key: ResourceKey & { readonly type: ConfigurationType };
-  readonly write: PutWrite;
+  readonly write: Extract<Write, { kind: 'upserted' }>;
 }
 
 /**
@@ -51,8 +52,10 @@ interface Checked {
  * have to untangle what already went in. One append also makes the change one revision, so
  * each node is generated and pushed once for the whole file.
  */
-export function registerApplyRoutes(app: FastifyInstance, store: ResourceStore): void {
-  app.post('/apply', { bodyLimit: APPLY_LIMITS.bodyBytes }, async (request) => {
+export function registerApplyRoutes(app: FastifyInstance, { store, changes }: Pick<ApiBackend, 'store' | 'changes'>): void {
+  // `?dryRun=true` previews the apply, and `?failOnWarnings=true` refuses one with warnings, as on every write route.
+  app.post<{ Querystring: Query }>('/apply', { bodyLimit: APPLY_LIMITS.bodyBytes, ...takes(...WRITE_PARAMS) }, async (request) => {
+    const asked = readWriteQuery(request.query);
     const items = itemsOf(request.body);
     const checked: Checked[] = [];
     const refusals: RefusedDocument[] = [];
@@ -70,14 +73,12 @@ export function registerApplyRoutes(app: FastifyInstance, store: ResourceStore):
     if (refusals.length > 0) throw new ApplyRefusedError(items.length, refusals.sort((a, b) => a.index - b.index));
     // A Dataplane is written into a mesh live before it in the append: Meshes go first.
     const ordered = [...checked].sort((a, b) => rank(a.key.type) - rank(b.key.type) || a.index - b.index);
-    // Reported, not enforced, as with PUT: a create racing this apply may make both say created.
-    const existed = ordered.map(({ key }) => store.get(key) !== undefined);
-    let stored: Stored<Resource>[];
+    const writes = ordered.map(({ write }) => write);
+    const caller = authorOf(request);
+    if (asked.dryRun) return changes.preview(writes, { caller, page: asked.page });
+    let written: DeskWritten;
     try {
-      stored = await store.putAll(
-        ordered.map(({ write }) => write),
-        { caller: authorOf(request) },
-      );
+      written = await changes.write(writes, { caller, failOnWarnings: asked.failOnWarnings });
     } catch (error) {
       // Another writer changed the store since the checks: the log refused the append whole.
       if (error instanceof VersionConflictError || error instanceof MeshNotFoundError) {
@@ -88,12 +89,13 @@ export function registerApplyRoutes(app: FastifyInstance, store: ResourceStore):
     }
     const answered: AppliedDocument[] = new Array<AppliedDocument>(items.length);
     for (const [position, { index, key }] of ordered.entries()) {
-      const { version } = stored[position]!;
-      answered[index] = { type: key.type, mesh: key.mesh, name: key.name, outcome: existed[position] ? 'configured' : 'created', version };
+      // An upsert always has what is stored after it, written or found identical.
+      const { outcome, stored } = written.written.items[position]!;
+      answered[index] = { type: key.type, mesh: key.mesh, name: key.name, outcome: outcome as AppliedDocument['outcome'], version: stored!.version };
     }
-    const revision = Math.max(...stored.map(({ seq }) => seq));
-    request.log.info({ resources: items.length, revision }, 'resources applied');
-    return { revision, items: answered } satisfies ApplyAnswer;
+    const { from, revision } = written.written;
+    request.log.info({ resources: items.length, from, revision, warnings: written.warnings.length }, 'resources applied');
+    return { from, revision, items: answered, warnings: written.warnings } satisfies ApplyAnswer;
   });
 }
 
@@ -127,7 +129,7 @@ function checkDocument(item: unknown, index: number, request: FastifyRequest, se
   }
   const { resource, version } = resourceFromBody(item, key);
   const expected = putPrecondition({}, version);
-  return { index, key, write: { resource, ...(expected !== undefined && { expected }) } };
+  return { index, key, write: { kind: 'upserted', resource, ...(expected !== undefined && { expected }) } };
 }
 
 /**

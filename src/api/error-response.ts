@@ -1,6 +1,7 @@
 import { ChanceryError } from '../chancery-error.js';
 import { clip } from '../excerpt.js';
 import type { ValidationIssue } from '../mesh/index.js';
+import type { ChangeWarning, InvalidSinceError, WarningsRefusedError } from '../changes/index.js';
 import type {
   AuthorityInUseError,
   DataplaneUnauthenticatedError,
@@ -15,6 +16,7 @@ import {
   type MeshNotFoundError,
   NotFoundError,
   type RevisionCompactedError,
+  type RevisionMovedError,
   type StoreRejectedWriteError,
   type StoreUnavailableError,
   type VersionConflictError,
@@ -37,6 +39,7 @@ type HandledError =
   | NotFoundError
   | MeshNotFoundError
   | RevisionCompactedError
+  | RevisionMovedError
   | FutureRevisionError
   | StoreRejectedWriteError
   | StoreUnavailableError
@@ -45,7 +48,9 @@ type HandledError =
   | AuthorityInUseError
   | InvalidCertificateRequestError
   | MtlsUnavailableError
-  | DataplaneUnauthenticatedError;
+  | DataplaneUnauthenticatedError
+  | WarningsRefusedError
+  | InvalidSinceError;
 export type ApiErrorCode = HandledError['code'];
 
 /**
@@ -81,9 +86,12 @@ export const ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   CHANCERY_STORE_MESH_NOT_FOUND: 404,
   CHANCERY_STORE_VERSION_CONFLICT: 409,
   CHANCERY_STORE_REVISION_COMPACTED: 410,
+  CHANCERY_STORE_REVISION_MOVED: 409,
   CHANCERY_STORE_FUTURE_REVISION: 400,
   CHANCERY_STORE_REJECTED_WRITE: 500,
   CHANCERY_STORE_UNAVAILABLE: 503,
+  CHANCERY_CHANGES_WARNINGS: 409,
+  CHANCERY_CHANGES_INVALID_SINCE: 400,
   CHANCERY_IDENTITY_INVALID_TTL: 400,
   CHANCERY_IDENTITY_INVALID_REQUEST: 400,
   CHANCERY_IDENTITY_CA_IN_USE: 409,
@@ -105,6 +113,8 @@ export interface ErrorBody {
   readonly issues?: readonly ValidationIssue[];
   /** `POST /apply`: each refused resource. */
   readonly items?: readonly RefusedDocument[];
+  /** A write refused for its warnings (`failOnWarnings`): each of them. */
+  readonly warnings?: readonly ChangeWarning[];
 }
 
 export interface ErrorResponse {
@@ -139,6 +149,7 @@ export function errorResponse(error: unknown, limits: ServerLimits): ErrorRespon
     reason: handled.message,
     ...('issues' in handled && { issues: handled.issues }),
     ...('items' in handled && { items: handled.items }),
+    ...('warnings' in handled && { warnings: handled.warnings }),
   };
   const headers: Record<string, string> =
     handled instanceof MethodNotAllowedError

@@ -10,6 +10,7 @@ import { registerBodyParsers } from './body-parsers.js';
 import { registerBootstrapRoutes } from './bootstrap-routes.js';
 import { registerCaRoutes } from './ca-routes.js';
 import { registerCertificateRoutes } from './certificate-routes.js';
+import { registerRevisionRoutes } from './revision-routes.js';
 import { answerClientError } from './client-errors.js';
 import { errorResponse, type ServerLimits } from './error-response.js';
 import { MalformedRequestError, MethodNotAllowedError, RouteNotFoundError } from './errors.js';
@@ -119,10 +120,11 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
       ? { status: 'ok' }
       : reply.code(503).send({ status: 'not-ready', reason: 'the store has not caught up with the event log yet' }),
   );
-  registerResourceRoutes(app, backend.store);
-  registerApplyRoutes(app, backend.store);
-  registerPolicyRoutes(app, backend.store);
+  registerResourceRoutes(app, backend);
+  registerApplyRoutes(app, backend);
+  registerPolicyRoutes(app, backend);
   registerPolicyExplanationRoutes(app, backend.store);
+  registerRevisionRoutes(app, backend);
   registerHistoryRoutes(app, backend.store);
   registerIdentityRoutes(app, backend);
   registerCaRoutes(app, backend);

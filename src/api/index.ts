@@ -6,3 +6,6 @@ export { type ApiServer, type ApiServerOptions, createApiServer, DEFAULT_BODY_LI
 export { EVENTS_PAGE, type EventJson, type EventsPage, type HistoryPage } from './history-routes.js';
 export { aggregateMetrics, ControlPlaneMetrics, type ControlPlaneMetricsOptions, type SessionCensus } from './metrics.js';
 export type { FleetSessionHistory, SessionHistory } from './session-history-routes.js';
+export { WRITE_HEADERS } from './resource-routes.js';
+export type { WriteAnswer } from './write-query.js';
+export type { DiffAnswer, DiffItem } from './revision-routes.js';

@@ -73,6 +73,7 @@ export class ControlPlaneMetrics implements SessionCallbacks {
   readonly #generation: HistogramSeries;
   readonly #pregenerations: Counter;
   readonly #changeFeedLag: HistogramSeries;
+  readonly #rollouts: HistogramSeries;
   readonly #refusals: Counter<'reason'>;
   readonly #apiDenials: Counter<'status'>;
   readonly #certificatesIssued: Counter;
@@ -204,6 +205,17 @@ export class ControlPlaneMetrics implements SessionCallbacks {
       [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     ).series();
+    this.#rollouts = new CountedHistogram(
+      'chancery_write_rollout_seconds',
+      'Time from a write to the last node it changed ACKing it, for each write whose rollout this instance found complete (GET /revisions/{R}, apply --wait).',
+      [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers,
+    ).series();
+  }
+
+  /** A write's rollout was found complete: `seconds` from the write to the last affected node's ACK. */
+  rolledOut(seconds: number): void {
+    this.#rollouts.observe(seconds);
   }
 
   /** A workload certificate was issued; `renewal` when it replaced one the node held. */

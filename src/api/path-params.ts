@@ -13,6 +13,8 @@ const nodeId: Rule = (value) => {
   return parsed.ok ? undefined : parsed.reason;
 };
 const keyId: Rule = (value, parameter) => (isKeyId(value) ? undefined : `${parameter} ${excerpt(value)} in the URL path ${KEY_ID_RULE}`);
+// Revision 0 is the empty store, which no write made and nothing goes back to.
+const revision: Rule = (value, parameter) => (/^[1-9]\d{0,14}$/.test(value) ? undefined : `${parameter} ${excerpt(value)} in the URL path must be a store revision: a whole number from 1`);
 
 /**
  * Every path parameter a route may have, and what its value must be. A route with a parameter
@@ -24,6 +26,7 @@ const PATH_PARAMETERS: Readonly<Record<string, Rule>> = {
   name: dnsLabel,
   node: nodeId,
   kid: keyId,
+  revision,
   // A mesh CA's id (ca-1, ca-2, …).
   id: dnsLabel,
   // The UI's files: one that is not served is a 404 (ui-routes.ts).

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { POLICY_PLURALS, POLICY_TYPES, selects, type Policy, type PolicyType } from '../policies/index.js';
+import type { ChangeDesk } from '../changes/index.js';
 import { NotFoundError, type ResourceStore } from '../store/index.js';
+import type { ApiBackend } from './api-backend.js';
 import { history, PAGE } from './history-routes.js';
 import { takes, type Query } from './query-params.js';
 import { meshKey, resourceJson, routesFor, type DataplaneParams, type MeshParams } from './resource-routes.js';
@@ -11,11 +13,11 @@ import { meshKey, resourceJson, routesFor, type DataplaneParams, type MeshParams
  * `/meshes/{mesh}/<plural>/{name}` with `GET` (`?revision=R`), `PUT`, `DELETE` and `/history`,
  * exactly as a Dataplane is, and `/_resources/dataplanes`: the dataplanes it selects.
  */
-export function registerPolicyRoutes(app: FastifyInstance, store: ResourceStore): void {
-  for (const type of POLICY_TYPES) registerType(app, store, type);
+export function registerPolicyRoutes(app: FastifyInstance, { store, changes }: Pick<ApiBackend, 'store' | 'changes'>): void {
+  for (const type of POLICY_TYPES) registerType(app, store, changes, type);
 }
 
-function registerType(app: FastifyInstance, store: ResourceStore, type: PolicyType): void {
+function registerType(app: FastifyInstance, store: ResourceStore, changes: ChangeDesk, type: PolicyType): void {
   const collection = `/meshes/:mesh/${POLICY_PLURALS[type]}`;
   app.get<{ Params: MeshParams }>(collection, async (request) => {
     const key = meshKey(request.params);
@@ -24,7 +26,7 @@ function registerType(app: FastifyInstance, store: ResourceStore, type: PolicyTy
     return { items: store.list(type, key.mesh).map(resourceJson) };
   });
   const keyOf = ({ mesh, name }: DataplaneParams) => ({ type, mesh, name });
-  routesFor(app, store, `${collection}/:name`, keyOf);
+  routesFor(app, store, changes, `${collection}/:name`, keyOf);
   app.get<{ Params: DataplaneParams; Querystring: Query }>(`${collection}/:name/history`, takes(...PAGE), async (request) =>
     history(store, keyOf(request.params), request.query),
   );

@@ -65,3 +65,11 @@ export function integer(query: Query, field: string, range: { readonly min: numb
   }
   return n;
 }
+
+/** `true` or `false`; undefined when absent. */
+export function flag(query: Query, field: string): boolean | undefined {
+  const value = single(query, field);
+  if (value === undefined) return undefined;
+  if (value === 'true' || value === 'false') return value === 'true';
+  throw new InvalidQueryError(field, `${field} must be true or false; got ${excerpt(value)}`);
+}

@@ -1,10 +1,16 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { resourceJson as messageJson, type Resource, type ResourceKey } from '../mesh/index.js';
-import { asSeq, NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
+import { asSeq, NotFoundError, type ResourceStore, type Stored, type Written } from '../store/index.js';
+import type { ChangeDesk } from '../changes/index.js';
 import { authorOf } from './access.js';
+import type { ApiBackend } from './api-backend.js';
 import { deletePrecondition, etagOf, putPrecondition } from './preconditions.js';
 import { integer, type Query, takes } from './query-params.js';
 import { resourceFromBody } from './resource-from-body.js';
+import { readWriteQuery, withWarnings, WRITE_PARAMS } from './write-query.js';
+
+/** The headers a write is answered with, beside its status. */
+export const WRITE_HEADERS = { outcome: 'chancery-outcome', revision: 'chancery-revision', from: 'chancery-from-revision' } as const;
 
 export interface MeshParams {
   readonly mesh: string;
@@ -23,7 +29,7 @@ const dataplaneKey: KeyOf<DataplaneParams> = ({ mesh, name }) => ({ type: 'Datap
  * answered as `{ ...resource, version }` with `ETag: "<version>"`, a list as `{ items }`.
  * `GET` with `?revision=R` answers the resource as it was at store revision R.
  */
-export function registerResourceRoutes(app: FastifyInstance, store: ResourceStore): void {
+export function registerResourceRoutes(app: FastifyInstance, { store, changes }: Pick<ApiBackend, 'store' | 'changes'>): void {
   app.get('/meshes', async () => ({ items: store.list('Mesh').map(resourceJson) }));
   app.get<{ Params: MeshParams }>('/meshes/:mesh/dataplanes', async (request) => {
     const key = meshKey(request.params);
@@ -31,13 +37,13 @@ export function registerResourceRoutes(app: FastifyInstance, store: ResourceStor
     if (store.get(key) === undefined) throw new NotFoundError(key);
     return { items: store.list('Dataplane', key.mesh).map(resourceJson) };
   });
-  routesFor(app, store, '/meshes/:mesh', meshKey);
-  routesFor(app, store, '/meshes/:mesh/dataplanes/:name', dataplaneKey);
+  routesFor(app, store, changes, '/meshes/:mesh', meshKey);
+  routesFor(app, store, changes, '/meshes/:mesh/dataplanes/:name', dataplaneKey);
 }
 
 /** `GET`, `PUT` and `DELETE` of one resource at `url`, whose parameters `keyOf` reads as its key. */
 // fastify's conditional route types do not resolve for a type parameter, hence `as TParams`.
-export function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: ResourceStore, url: string, keyOf: KeyOf<TParams>): void {
+export function routesFor<TParams extends MeshParams>(app: FastifyInstance, store: ResourceStore, changes: ChangeDesk, url: string, keyOf: KeyOf<TParams>): void {
   app.get(url, takes('revision'), async (request, reply) => {
     const key = keyOf(request.params as TParams);
     const query = request.query as Query;
@@ -48,24 +54,43 @@ export function routesFor<TParams extends MeshParams>(app: FastifyInstance, stor
     return sendResource(reply, stored);
   });
 
-  app.put(url, async (request, reply) => {
+  // `?dryRun=true` answers what the write would do and appends nothing (issue 31).
+  app.put(url, takes(...WRITE_PARAMS), async (request, reply) => {
     const key = keyOf(request.params as TParams);
+    const asked = readWriteQuery(request.query as Query);
     const { resource, version } = resourceFromBody(request.body, key);
-    const expected = putPrecondition(request.headers, version);
-    // Reported, not enforced: a create racing this one may make both answer 201.
-    const created = store.get(key) === undefined;
-    const stored = await store.put(resource, { expected, caller: authorOf(request) });
-    request.log.info({ key, version: stored.version, seq: stored.seq, created }, 'resource written');
-    return sendResource(reply.code(created ? 201 : 200), stored);
+    const writes = [{ kind: 'upserted', resource, expected: putPrecondition(request.headers, version) }] as const;
+    const caller = authorOf(request);
+    if (asked.dryRun) return changes.preview(writes, { caller, page: asked.page });
+    const { written, warnings } = await changes.write(writes, { caller, failOnWarnings: asked.failOnWarnings });
+    const { outcome, stored } = written.items[0]!;
+    request.log.info({ key, version: stored!.version, seq: stored!.seq, outcome, warnings: warnings.length }, 'resource written');
+    // 201 is reported, not enforced: a create racing this one may make both answer it.
+    return sendResource(withWarnings(withOutcome(reply.code(outcome === 'created' ? 201 : 200), written), warnings), stored!);
   });
 
-  app.delete(url, async (request, reply) => {
+  app.delete(url, takes(...WRITE_PARAMS), async (request, reply) => {
     const key = keyOf(request.params as TParams);
-    const expected = deletePrecondition(request.headers);
-    await store.delete(key, { expected, caller: authorOf(request) });
-    request.log.info({ key }, 'resource deleted');
-    return reply.code(204).send();
+    const asked = readWriteQuery(request.query as Query);
+    const writes = [{ kind: 'deleted', key, expected: deletePrecondition(request.headers) }] as const;
+    const caller = authorOf(request);
+    if (asked.dryRun) return changes.preview(writes, { caller, page: asked.page });
+    const { written, warnings } = await changes.write(writes, { caller, failOnWarnings: asked.failOnWarnings });
+    request.log.info({ key, seq: written.revision, warnings: warnings.length }, 'resource deleted');
+    return withWarnings(withOutcome(reply.code(204), written), warnings).send();
   });
+}
+
+/**
+ * Every write answers what it did and the store revisions it spans (DESIGN §7): the revision it
+ * followed and the one it reached (`GET /revisions/{R}?since=` follows it across the fleet).
+ * `unchanged` appended nothing: both are the store's revision as it answered.
+ */
+function withOutcome(reply: FastifyReply, written: Written): FastifyReply {
+  return reply
+    .header(WRITE_HEADERS.outcome, written.items[0]!.outcome)
+    .header(WRITE_HEADERS.from, String(written.from))
+    .header(WRITE_HEADERS.revision, String(written.revision));
 }
 
 /** A stored resource as the API answers it: the JSON mapping of its chancery.v1 message, with its version (proto/). */

@@ -9,6 +9,10 @@ export interface ApiAnswer {
   readonly status: number;
   /** Parsed JSON; undefined for 204. */
   readonly body: unknown;
+  /** Response headers, by lower-case name (a repeated one joined with `, `). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The text of each `Warning` header: a write's warnings (issue 31). */
+  readonly warnings: readonly string[];
 }
 
 /** How the client reaches and proves itself to the API. */
@@ -43,9 +47,9 @@ export class ApiClient {
    * `UnexpectedResponseError` for anything that is not the API's JSON.
    */
   async request(method: Method, path: string, body?: unknown): Promise<ApiAnswer> {
-    const { status, text } = await this.#send(method, path, body, {});
+    const { status, text, headers, warnings } = await this.#send(method, path, body, {});
     const parsed = text === '' ? undefined : parseJson(text);
-    if (ok(status) && (parsed !== undefined || status === 204)) return { status, body: parsed };
+    if (ok(status) && (parsed !== undefined || status === 204)) return { status, body: parsed, headers, warnings };
     throw this.#refusal(status, text, parsed);
   }
 
@@ -56,7 +60,12 @@ export class ApiClient {
     throw this.#refusal(status, text, parseJson(text));
   }
 
-  #send(method: Method, path: string, body: unknown, extra: Readonly<Record<string, string>>): Promise<{ status: number; text: string }> {
+  #send(
+    method: Method,
+    path: string,
+    body: unknown,
+    extra: Readonly<Record<string, string>>,
+  ): Promise<{ status: number; text: string; headers: Record<string, string>; warnings: string[] }> {
     const { address, token, ca, cert, key } = this.#connection;
     const colon = address.lastIndexOf(':');
     const headers: Record<string, string> = { ...extra, ...(token !== undefined && { authorization: `Bearer ${token}` }) };
@@ -75,7 +84,14 @@ export class ApiClient {
       const answer = (response: IncomingMessage) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString(),
+            headers: headersOf(response),
+            warnings: (response.headersDistinct['warning'] ?? []).map(warningText),
+          }),
+        );
         response.on('error', (error) => reject(new ApiUnreachableError(address, error.message, { cause: error })));
       };
       const sent = ca ? httpsRequest(options, answer) : httpRequest(options, answer);
@@ -89,6 +105,20 @@ export class ApiClient {
     if (!ok(status) && isRejection(parsed)) return new ApiRejectedError(status, parsed);
     return new UnexpectedResponseError(this.address, status, text);
   }
+}
+
+function headersOf(response: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
+}
+
+/** The text of a `Warning: 299 agent "text"` header (RFC 9111 §5.5), unquoted; the value as it is otherwise. */
+function warningText(value: string): string {
+  const quoted = /^\d{3} \S+ "((?:[^"\\]|\\.)*)"/.exec(value);
+  return quoted?.[1] === undefined ? value : quoted[1].replace(/\\(.)/g, '$1');
 }
 
 function ok(status: number): boolean {

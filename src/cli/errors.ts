@@ -65,3 +65,14 @@ export class ManifestError extends ChanceryError {
     super(`${source}: ${field === undefined ? '' : `field ${field}: `}${reason}`, options);
   }
 }
+
+/** A dry run read in pages found the store at another revision from one page to the next: the pages describe different changes. */
+export class PreviewMovedError extends ChanceryError {
+  readonly code = 'CHANCERY_CLI_PREVIEW_MOVED';
+  constructor(
+    readonly revision: number,
+    readonly now: number,
+  ) {
+    super(`the store moved from revision ${revision} to ${now} while the dry run was read page by page: run it again`);
+  }
+}

@@ -12,6 +12,9 @@ import { getCommand } from './commands/get-command.js';
 import { historyCommand } from './commands/history-command.js';
 import { inspectCommand } from './commands/inspect-command.js';
 import { keyCommand } from './commands/key-command.js';
+import { diffCommand } from './commands/diff-command.js';
+import { revertCommand } from './commands/revert-command.js';
+import { rolloutCommand } from './commands/rollout-command.js';
 import { runCommand } from './commands/run-command.js';
 import { statechartCommand } from './commands/statechart-command.js';
 import { tokenCommand } from './commands/token-command.js';
@@ -24,6 +27,9 @@ const COMMANDS: readonly Command[] = [
   getCommand,
   deleteCommand,
   historyCommand,
+  diffCommand,
+  revertCommand,
+  rolloutCommand,
   inspectCommand,
   bootstrapCommand,
   statechartCommand,

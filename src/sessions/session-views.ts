@@ -1,4 +1,4 @@
-import { lastResponseNacked, sessionStateOf, viewOf, type SessionState, type SessionView } from '../machines/index.js';
+import { lastResponseNacked, sessionStateOf, viewOf, type SessionState, type SessionView, type TypeStatus } from '../machines/index.js';
 import { decodeAny, PROTOCOLS, SHORT_NAME, type Protocol } from '../xds/index.js';
 import type { Session } from './live-session.js';
 import type { SessionRegistry } from './session-registry.js';
@@ -8,6 +8,19 @@ export interface SessionSummary {
   readonly node: string;
   readonly state: SessionState;
   readonly instance: string;
+}
+
+/**
+ * What a session holds now, without its story: its state, the revision of the snapshot it
+ * serves, and each type's subscription and sent / ACKed / NACKed response. What previews and
+ * rollouts read of 10,000 sessions; a saved record (`SessionView` less transitions) has the same fields.
+ */
+export interface SessionBrief {
+  readonly node: string;
+  readonly state: SessionState;
+  readonly instance: string;
+  readonly revision?: number;
+  readonly types: Readonly<Record<string, TypeStatus>>;
 }
 
 /** A page of sessions with the counts of all of them, as `GET /sessions` answers it. */
@@ -88,6 +101,12 @@ export class SessionViews {
     return streams;
   }
 
+  /** The node's session's brief, if it has one here. */
+  brief(node: string): SessionBrief | undefined {
+    const session = this.registry.session(node);
+    return session && this.#brief(session);
+  }
+
   /** Whether the node's last response of some type was NACKed (its latest nonce sent was refused). */
   nacking(node: string): boolean {
     const phase = this.registry.session(node)?.actor.getSnapshot().context.phase;
@@ -115,6 +134,13 @@ export class SessionViews {
       };
     }
     return out;
+  }
+
+  #brief(session: Session): SessionBrief {
+    const { phase } = session.actor.getSnapshot().context;
+    const types = 'ledger' in phase ? phase.ledger.status() : phase.state === 'disconnected' ? phase.types : {};
+    const revision = phase.state === 'serving' ? phase.snapshot.revision : undefined;
+    return { node: session.node, state: sessionStateOf(session.at), instance: this.instanceId, ...(revision !== undefined && { revision }), types };
   }
 
   #view(session: Session): SessionView {

@@ -48,6 +48,22 @@ export class RevisionCompactedError extends ChanceryError {
   }
 }
 
+/**
+ * A write made on condition that the log was still at `expected` (`atRevision`: what a preview
+ * checked) found it moved on: another write landed between the preview and this one, so what
+ * was checked no longer describes what would be written. Nothing was appended.
+ */
+export class RevisionMovedError extends ChanceryError {
+  readonly code = 'CHANCERY_STORE_REVISION_MOVED';
+
+  constructor(
+    readonly expected: Seq,
+    readonly actual: Seq,
+  ) {
+    super(`the store moved from revision ${expected} to ${actual} while this write was checked; nothing was written: check it again`);
+  }
+}
+
 /** A read asked for a revision the log has not reached yet. */
 export class FutureRevisionError extends ChanceryError {
   readonly code = 'CHANCERY_STORE_FUTURE_REVISION';

@@ -6,6 +6,7 @@ export {
   MeshNotFoundError,
   NotFoundError,
   RevisionCompactedError,
+  RevisionMovedError,
   StoreRejectedWriteError,
   StoreSchemaTooNewError,
   StoreUnavailableError,
@@ -14,7 +15,7 @@ export {
 } from './errors.js';
 export { MemoryEventLog, type MemoryEventLogOptions } from './memory-event-log.js';
 export { openEventLog, parseStoreSpec, STORE_SPECS, type OpenEventLogOptions, type StoreSpec } from './open-event-log.js';
-export { applyEvents, checkpointOf, emptyProjection, projectionOf } from './projection.js';
+export { applyEvents, checkpointOf, emptyProjection, projectionOf, storedIn } from './projection.js';
 export {
   createMemoryStore,
   createResourceStore,
@@ -32,6 +33,7 @@ export {
 export {
   asResourceVersion,
   asSeq,
+  type AppendOptions,
   type Author,
   type Checkpoint,
   type EventLog,
@@ -45,7 +47,13 @@ export {
   type Seq,
   type Stored,
   type StoreSizes,
+  type PlannedChange,
   type Write,
-  type PutWrite,
+  type WriteBatchOptions,
   type WriteOptions,
+  type WriteOutcome,
+  type Written,
+  type WrittenItem,
 } from './types.js';
+export { sameResource } from './same-resource.js';
+export { keyOfWrite } from './write-plan.js';

@@ -5,6 +5,7 @@ import { storedOf } from './projection.js';
 import { MemorySessionRecords } from './session-records.js';
 import {
   asSeq,
+  type AppendOptions,
   type Author,
   type Checkpoint,
   type EventLog,
@@ -47,23 +48,24 @@ export class MemoryEventLog implements EventLog {
     this.sessionRecords = new MemorySessionRecords(this.#now);
   }
 
-  async append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]> {
+  async append(writes: readonly Write[], author: Author, options: AppendOptions = {}): Promise<readonly ResourceEvent[]> {
     this.#assertOpen(`appending ${writes.length} events`);
     // Every write is checked before any is appended, so a conflict leaves the log untouched.
-    const plan = planWrites(writes, { head: (id) => this.#keys.get(id), liveMembers: (mesh) => this.#liveMembers(mesh) });
+    const plan = planWrites(writes, { last: asSeq(this.#head()), head: (id) => this.#keys.get(id), liveMembers: (mesh) => this.#liveMembers(mesh) }, options);
     const at = this.#now().toISOString();
     const events: ResourceEvent[] = [];
+    const batch = asSeq(this.#head() + 1);
     for (const { write, key, version } of plan.events) {
       const seq = asSeq(this.#head() + 1);
       const event: ResourceEvent =
         write.kind === 'upserted'
-          ? { seq, key, version, at, by: author, kind: 'upserted', resource: write.resource }
-          : { seq, key, version, at, by: author, kind: 'deleted' };
+          ? { seq, key, version, at, by: author, batch, kind: 'upserted', resource: write.resource }
+          : { seq, key, version, at, by: author, batch, kind: 'deleted' };
       this.#events.push(event);
       events.push(event);
     }
     for (const [id, head] of plan.heads) this.#keys.set(id, head);
-    this.#wakeups.next();
+    if (events.length > 0) this.#wakeups.next();
     return events;
   }
 

@@ -37,6 +37,10 @@ export const EVENTS_CHANNEL = 'chancery_events';
  * `instances` and `session_records` (version 3) say which instance serves which node (see
  * session-records.ts): each instance saves its own rows in batches; an instance not seen
  * within the ttl is deleted by whichever instance notices, and its records with it.
+ *
+ * `events.batch` (version 4) is the seq of the first event of the append that wrote the event:
+ * the events of one write share it, so a write can be told apart from the next (issue 31:
+ * rollouts and the Changes page). Events written before have none.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -115,6 +119,11 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX session_records_by_instance ON session_records (instance);
     `,
+  },
+  {
+    version: 4,
+    name: 'the batch of each event',
+    sql: `ALTER TABLE events ADD COLUMN batch BIGINT CHECK (batch >= 1 AND batch <= seq);`,
   },
 ];
 

@@ -1,8 +1,7 @@
-import { isCredential, isMeshScoped, keyOf, policyId, type CertificateAuthority, type Credential, type Dataplane, type DataplaneTls, type Mesh, type Resource, type Valid } from '../mesh/index.js';
+import { isCredential, isMeshScoped, keyOf, policyId, type CertificateAuthority, type Credential, type Dataplane, type DataplaneTls, type Mesh, type Resource, type ResourceKey, type Valid } from '../mesh/index.js';
 import { isPolicyType, type Policy } from '../policies/index.js';
 import { keyIdOf } from './write-plan.js';
 import { asSeq, type Checkpoint, type MeshState, type Projection, type ResourceEvent, type Seq, type Stored } from './types.js';
-import type { ResourceKey } from '../mesh/index.js';
 
 /** The projection of an empty log: revision 0, no meshes. */
 export function emptyProjection(): Projection {
@@ -93,6 +92,51 @@ export function checkpointOf(projection: Projection): Checkpoint {
   }
   resources.push(...projection.credentials.values());
   return { seq: projection.revision, resources };
+}
+
+/** A resource as it was at some revision: `stored` undefined when it did not exist then. */
+export interface KeyState {
+  readonly key: ResourceKey;
+  readonly stored: Stored<Resource> | undefined;
+}
+
+/**
+ * `projection` with each of `resources` as given, at `revision`: the state at an earlier
+ * revision R is the current one with every key written since R put back as it was at R
+ * (`ResourceStore.projectionAt`). Meshes are put first so what lives in them finds them, and
+ * deleted last, after their members, as the log orders a mesh's delete. Pure: meshes no key
+ * touches keep their objects, which the generator memoises on.
+ */
+export function withResources(projection: Projection, revision: Seq, resources: Iterable<KeyState>): Projection {
+  const batch = new Batch(projection);
+  const all = [...resources];
+  for (const { stored } of all) if (stored?.resource.type === 'Mesh') batch.putMesh(stored as Stored<Mesh>);
+  for (const { stored } of all) {
+    const resource = stored?.resource;
+    if (resource === undefined || resource.type === 'Mesh') continue;
+    if (resource.type === 'Dataplane') batch.putDataplane(stored as Stored<Dataplane>);
+    else if (resource.type === 'DataplaneTls') batch.putMember('tls', stored as Stored<DataplaneTls>);
+    else if (isPolicy(resource)) batch.putPolicy(stored as Stored<Policy>);
+    else batch.putCredential(stored as Stored<Credential>);
+  }
+  for (const { key, stored } of all) {
+    if (stored !== undefined || key.type === 'Mesh') continue;
+    if (key.type === 'Dataplane') batch.deleteDataplane(key.mesh, key.name);
+    else if (key.type === 'DataplaneTls') batch.deleteMember('tls', key.mesh, key.name);
+    else if (isPolicyType(key.type)) batch.deletePolicy(key.mesh, policyId(key.type, key.name));
+    else batch.deleteCredential(key);
+  }
+  for (const { key, stored } of all) if (stored === undefined && key.type === 'Mesh') batch.deleteMesh(key.name);
+  return batch.finish(revision, undefined);
+}
+
+/** The resource a projection holds under `key`, or undefined. */
+export function storedIn(projection: Projection, key: ResourceKey): Stored<Resource> | undefined {
+  if (key.type === 'Mesh') return projection.meshes.get(key.name)?.mesh;
+  if (key.type === 'Dataplane') return projection.meshes.get(key.mesh)?.dataplanes.get(key.name);
+  if (key.type === 'DataplaneTls') return projection.meshes.get(key.mesh)?.tls.get(key.name);
+  if (isPolicyType(key.type)) return projection.meshes.get(key.mesh)?.policies?.get(policyId(key.type, key.name));
+  return projection.credentials.get(keyIdOf(key));
 }
 
 /** What the store holds of a resource, as of the event that wrote it. */

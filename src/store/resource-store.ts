@@ -1,7 +1,8 @@
 import { interval, type Observable, type Subscription } from 'rxjs';
 import { isPolicyType } from '../policies/index.js';
-import { DEFAULT_MESH, isDnsLabel, keyOf, policyId, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
-import { keyIdOf } from './write-plan.js';
+import { DEFAULT_MESH, isDnsLabel, keyOf, type Mesh, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
+import { keyIdOf, keyOfWrite, planWrites } from './write-plan.js';
+import { logStateOf, markBatch, outcomesOf, plannedEvents } from './write-batch.js';
 import { ChangeFeed } from './change-feed.js';
 import { describeKey } from './describe-key.js';
 import { checkRetention, compact, type Compaction } from './compaction.js';
@@ -13,7 +14,7 @@ import {
   VersionConflictError,
 } from './errors.js';
 import { MemoryEventLog } from './memory-event-log.js';
-import { storedOf } from './projection.js';
+import { applyEvents, storedIn, withResources, type KeyState } from './projection.js';
 import {
   asSeq,
   type Author,
@@ -22,14 +23,17 @@ import {
   type MeshState,
   type OfType,
   type Projection,
-  type PutWrite,
   type ResourceEvent,
   type ResourceStore,
   type Retention,
   type Seq,
   type Stored,
   type StoreSizes,
+  type PlannedChange,
+  type Write,
+  type WriteBatchOptions,
   type WriteOptions,
+  type Written,
 } from './types.js';
 
 export interface ResourceStoreOptions {
@@ -65,6 +69,8 @@ export interface MemoryStoreOptions extends ResourceStoreOptions {
 const DEFAULT_RESYNC_MS = 5_000;
 const DEFAULT_COMPACTION_MS = 60_000;
 const DEFAULT_PAGE_SIZE = 1_000;
+/** Resources `projectionAt` reads from the log at a time. */
+const READS_AT_ONCE = 32;
 
 /**
  * A store over any event log. It does not close the log: whoever opened the log closes it,
@@ -155,34 +161,43 @@ class EventSourcedStore implements ResourceStore {
     if (this.#ownsLog) await this.#log.close();
   }
 
-  async put(resource: Valid<Resource>, options: WriteOptions = {}): Promise<Stored<Resource>> {
-    this.#assertRunning(`writing ${describeKey(keyOf(resource))}`);
+  async write(writes: readonly Write[], options: WriteBatchOptions = {}): Promise<Written> {
+    this.#assertRunning(`writing ${writes.length} resources`);
+    for (const write of writes) if (write.kind === 'deleted' && !couldExist(write.key)) throw new NotFoundError(keyOfWrite(write));
+    const batch = markBatch(writes, this.projection);
     // A Dataplane whose mesh is not live in the log is refused by the log (MeshNotFoundError),
     // which knows of meshes another instance created that this projection has not read yet.
-    const events = await this.#log.append([{ kind: 'upserted', resource, expected: options.expected }], this.#authorFor(options));
+    // A Mesh's dataplanes are deleted with it by the log, in the same batch (write-plan.ts).
+    const atRevision = options.atRevision;
+    const events = await this.#log.append(batch.writes, this.#authorFor(options), atRevision === undefined ? {} : { atRevision });
     await this.#applied(events);
-    const [event] = events;
-    // A bug in a backend, not an outcome: append resolves with one event per write.
-    if (event === undefined) throw new Error(`the event log appended no event for ${describeKey(keyOf(resource))}`);
-    return storedOf(resource, event);
+    const first = events[0];
+    const revision = events.at(-1)?.seq ?? this.projection.revision;
+    return { from: first === undefined ? revision : asSeq(first.seq - 1), revision, items: outcomesOf(batch, events), events };
   }
 
-  async putAll(writes: readonly PutWrite[], options: Pick<WriteOptions, 'caller'> = {}): Promise<Stored<Resource>[]> {
-    this.#assertRunning(`writing ${writes.length} resources`);
-    const events = await this.#log.append(
-      writes.map(({ resource, expected }) => ({ kind: 'upserted', resource, expected })),
-      this.#authorFor(options),
-    );
-    await this.#applied(events);
-    // A bug in a backend, not an outcome: append resolves with one event per write.
-    if (events.length !== writes.length) throw new Error(`the event log appended ${events.length} events for ${writes.length} writes`);
-    return writes.map(({ resource }, index) => storedOf(resource, events[index]!));
+  async plan(writes: readonly Write[], options: Pick<WriteOptions, 'caller'> = {}): Promise<PlannedChange> {
+    this.#assertRunning(`checking ${writes.length} writes`);
+    for (const write of writes) if (write.kind === 'deleted' && !couldExist(write.key)) throw new NotFoundError(keyOfWrite(write));
+    // The revision the write would follow: the log's end, not what this projection last read.
+    const before = await this.refresh();
+    const batch = markBatch(writes, before);
+    // The checks the log would make (versions, missing resources and meshes), on the same plan.
+    const plan = planWrites(batch.writes, logStateOf(before));
+    const at = (this.#options.now ?? (() => new Date()))().toISOString();
+    const events = plannedEvents(plan, before.revision, at, this.#authorFor(options));
+    return { before, after: applyEvents(before, events), items: outcomesOf(batch, events), events };
+  }
+
+  async put(resource: Valid<Resource>, options: WriteOptions = {}): Promise<Stored<Resource>> {
+    this.#assertRunning(`writing ${describeKey(keyOf(resource))}`);
+    const { items } = await this.write([{ kind: 'upserted', resource, expected: options.expected }], options);
+    return items[0]!.stored!;
   }
 
   async delete(key: ResourceKey, options: WriteOptions = {}): Promise<void> {
     this.#assertRunning(`deleting ${describeKey(key)}`);
     const { expected } = options;
-    if (!couldExist(key)) throw new NotFoundError(key);
     if (expected === 'absent') {
       // "Delete only if absent" can never succeed: say why with the error a delete would give.
       const current = this.get(key);
@@ -190,16 +205,11 @@ class EventSourcedStore implements ResourceStore {
     }
     // A Mesh's dataplanes are deleted with it by the log, in the same batch (write-plan.ts),
     // from the log's own heads: not from this projection, which may lag a concurrent write.
-    await this.#applied(await this.#log.append([{ kind: 'deleted', key, expected }], this.#authorFor(options)));
+    await this.write([{ kind: 'deleted', key, expected }], options);
   }
 
   get(key: ResourceKey): Stored<Resource> | undefined {
-    const { meshes, credentials } = this.projection;
-    if (key.type === 'Mesh') return meshes.get(key.name)?.mesh;
-    if (key.type === 'Dataplane') return meshes.get(key.mesh)?.dataplanes.get(key.name);
-    if (key.type === 'DataplaneTls') return meshes.get(key.mesh)?.tls.get(key.name);
-    if (isPolicyType(key.type)) return meshes.get(key.mesh)?.policies?.get(policyId(key.type, key.name));
-    return credentials.get(keyIdOf(key));
+    return storedIn(this.projection, key);
   }
 
   list<T extends ResourceType>(type: T, mesh?: string): readonly Stored<OfType<T>>[] {
@@ -240,6 +250,34 @@ class EventSourcedStore implements ResourceStore {
       if (revision > current) throw new FutureRevisionError(revision, current);
     }
     return couldExist(key) ? this.#log.readAt(key, revision) : undefined;
+  }
+
+  async projectionAt(revision: Seq): Promise<Projection> {
+    this.#assertRunning(`reading the resources at revision ${revision}`);
+    let now = this.projection;
+    if (revision > now.revision) {
+      now = await this.#feed.refresh();
+      if (revision > now.revision) throw new FutureRevisionError(revision, now.revision);
+    }
+    if (revision === now.revision) return now;
+    // The keys written since, each put back as it was: as cheap as the history since `revision`.
+    const touched = new Map<string, ResourceKey>();
+    const pageSize = this.#options.pageSize ?? DEFAULT_PAGE_SIZE;
+    for (let after = revision; after < now.revision; ) {
+      const page = await this.#log.readAfter(after, pageSize);
+      for (const event of page) if (event.seq <= now.revision) touched.set(keyIdOf(event.key), event.key);
+      const last = page.at(-1);
+      if (last === undefined) break;
+      after = last.seq;
+    }
+    const keys = [...touched.values()];
+    const states: KeyState[] = [];
+    for (let i = 0; i < keys.length; i += READS_AT_ONCE) {
+      const chunk = keys.slice(i, i + READS_AT_ONCE);
+      const read = await Promise.all(chunk.map((key) => this.#log.readAt(key, revision)));
+      chunk.forEach((key, j) => states.push({ key, stored: read[j] }));
+    }
+    return withResources(now, revision, states);
   }
 
   readEvents(after: Seq, limit: number): Promise<readonly ResourceEvent[]> {

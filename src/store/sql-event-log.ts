@@ -9,6 +9,7 @@ import { SqlSessionRecords } from './sql-session-records.js';
 import {
   asResourceVersion,
   asSeq,
+  type AppendOptions,
   type Author,
   type Checkpoint,
   type EventLog,
@@ -66,11 +67,11 @@ const READ_HEADS_AND_CONTENTS = `
 /** Appends the events, moves the heads, and wakes readers at commit (NOTIFY is delivered then). */
 const WRITE_EVENTS = `
   WITH appended AS (
-    INSERT INTO events (seq, resource_type, mesh, name, kind, body, version, at, instance, caller)
-    SELECT e.seq, e.resource_type, e.mesh, e.name, e.kind, e.body, e.version, e.at, e.instance, e.caller
+    INSERT INTO events (seq, resource_type, mesh, name, kind, body, version, at, instance, caller, batch)
+    SELECT e.seq, e.resource_type, e.mesh, e.name, e.kind, e.body, e.version, e.at, e.instance, e.caller, e.batch
       FROM jsonb_to_recordset($1::text::jsonb)
         AS e(seq bigint, resource_type text, mesh text, name text, kind text, body jsonb, version bigint,
-             at timestamptz, instance text, caller text)
+             at timestamptz, instance text, caller text, batch bigint)
   ), heads AS (
     INSERT INTO resources (resource_type, mesh, name, version, live, seq)
     SELECT h.resource_type, h.mesh, h.name, h.version, h.live, h.seq
@@ -84,7 +85,7 @@ const WRITE_EVENTS = `
 // Each read that depends on the horizon reads it in the same statement, so it sees one
 // snapshot: a checkpoint committed meanwhile cannot slip between the two.
 
-const EVENT_COLUMNS = `e.seq, e.resource_type, e.mesh, e.name, e.kind, e.body, e.version, ${atText('e.at')} AS at, e.instance, e.caller`;
+const EVENT_COLUMNS = `e.seq, e.resource_type, e.mesh, e.name, e.kind, e.body, e.version, ${atText('e.at')} AS at, e.instance, e.caller, e.batch`;
 
 /** One row even when no event matches (event columns NULL), so the horizon is always read. */
 const READ_AFTER = `
@@ -143,6 +144,7 @@ const MAX_GROUP_EVENTS = 1_000;
 /** An append waiting for its group's transaction. */
 interface Pending {
   readonly writes: readonly Write[];
+  readonly options: AppendOptions;
   readonly by: Author;
   readonly at: string;
   resolve(events: readonly ResourceEvent[]): void;
@@ -206,12 +208,12 @@ export class SqlEventLog implements EventLog {
     return log;
   }
 
-  async append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]> {
+  async append(writes: readonly Write[], author: Author, options: AppendOptions = {}): Promise<readonly ResourceEvent[]> {
     this.#assertOpen(`appending ${writes.length} events`);
-    if (writes.length === 0) return [];
+    if (writes.length === 0 && options.atRevision === undefined) return [];
     const by: Author = author.caller === undefined ? { instance: author.instance } : { instance: author.instance, caller: author.caller };
     return new Promise((resolve, reject) => {
-      this.#queue.push({ writes, by, at: this.#now().toISOString(), resolve, reject });
+      this.#queue.push({ writes, options, by, at: this.#now().toISOString(), resolve, reject });
       if (!this.#draining) {
         this.#draining = true;
         this.#drained = this.#drain();
@@ -263,8 +265,9 @@ export class SqlEventLog implements EventLog {
         // Each batch is checked as if appended alone, after the accepted ones before it; one
         // that fails (VersionConflictError, NotFoundError, MeshNotFoundError) is left out.
         const plan = planGroup(
-          group.map(({ writes }) => writes),
+          group.map(({ writes, options }) => ({ writes, options })),
           {
+            last: asSeq(Number(row?.['last'] ?? 0)),
             head: (id) => states.get(id) ?? contents.get(id),
             liveMembers: (mesh) => [...contents.values()].filter((head) => isMemberOf(head.key, mesh)),
           },
@@ -275,15 +278,16 @@ export class SqlEventLog implements EventLog {
         const results = plan.outcomes.map((outcome, index): readonly ResourceEvent[] | Error => {
           if (outcome instanceof Error) return outcome;
           const { at, by } = group[index]!;
+          const batch = asSeq(seq + 1);
           return outcome.events.map(({ write, key, version }): ResourceEvent => {
             const event: ResourceEvent =
               write.kind === 'upserted'
-                ? { seq: asSeq((seq += 1)), key, version, at, by, kind: 'upserted', resource: write.resource }
-                : { seq: asSeq((seq += 1)), key, version, at, by, kind: 'deleted' };
+                ? { seq: asSeq((seq += 1)), key, version, at, by, batch, kind: 'upserted', resource: write.resource }
+                : { seq: asSeq((seq += 1)), key, version, at, by, batch, kind: 'deleted' };
             lastSeqOf.set(keyIdOf(key), event.seq);
             // An event's body is its resource's chancery.v1 message in the proto3 JSON mapping (proto/).
             const body = event.kind === 'upserted' ? resourceJson(event.resource) : null;
-            rows.push({ seq: event.seq, ...columnsOf(key), kind: event.kind, body, version, at, instance: by.instance, caller: by.caller ?? null });
+            rows.push({ seq: event.seq, ...columnsOf(key), kind: event.kind, body, version, at, instance: by.instance, caller: by.caller ?? null, batch });
             return event;
           });
         });
@@ -457,9 +461,11 @@ function eventOf(row: SqlRow): ResourceEvent {
   const instance = String(row['instance']);
   const caller = row['caller'];
   const by: Author = caller === null || caller === undefined ? { instance } : { instance, caller: String(caller) };
+  // Events written before batches were recorded (schema version 4) have none.
+  const batch = row['batch'] === null || row['batch'] === undefined ? {} : { batch: asSeq(Number(row['batch'])) };
   // The log stores only resources that passed validation (`Write` takes `Valid<Resource>`).
-  if (row['kind'] === 'upserted') return { seq, key, version, at, by, kind: 'upserted', resource: upcast(row['body'] as Valid<Resource>) };
-  return { seq, key, version, at, by, kind: 'deleted' };
+  if (row['kind'] === 'upserted') return { seq, key, version, at, by, ...batch, kind: 'upserted', resource: upcast(row['body'] as Valid<Resource>) };
+  return { seq, key, version, at, by, ...batch, kind: 'deleted' };
 }
 
 /**

@@ -32,6 +32,11 @@ interface EventBase {
   /** ISO 8601. */
   readonly at: string;
   readonly by: Author;
+  /**
+   * The seq of the first event of the append that wrote this one: one write's events share it.
+   * Absent on events a log wrote before it recorded batches.
+   */
+  readonly batch?: Seq;
 }
 
 export type ResourceEvent =
@@ -41,26 +46,47 @@ export type ResourceEvent =
 /**
  * A write to append. `expected` is the version the writer read: a number, or `'absent'` for
  * "must not exist yet"; omitted means unconditional.
+ *
+ * `identicalTo` is the version the writer found holding exactly this resource: while the key's
+ * head is still that version, the upsert changes nothing and appends nothing (DESIGN §7: a
+ * write identical to what is stored answers `unchanged`). Checked under the append lock, like
+ * `expected`: a version numbers one content of a key, so the head at it holds this resource.
  */
 export type Write =
-  | { readonly kind: 'upserted'; readonly resource: Valid<Resource>; readonly expected?: ResourceVersion | 'absent' }
+  | {
+      readonly kind: 'upserted';
+      readonly resource: Valid<Resource>;
+      readonly expected?: ResourceVersion | 'absent';
+      readonly identicalTo?: ResourceVersion;
+    }
   | { readonly kind: 'deleted'; readonly key: ResourceKey; readonly expected?: ResourceVersion };
 
 /**
  * The append-only event log every store backend implements (memory, PGlite, Postgres).
  * A batch is atomic: all its events are appended, or none and the promise rejects.
  */
+/** How a batch is appended. */
+export interface AppendOptions {
+  /**
+   * Append only if the log's last seq is still this: the batch lands exactly on the state it was
+   * checked against, or not at all (`RevisionMovedError`).
+   */
+  readonly atRevision?: Seq;
+}
+
 export interface EventLog {
   /**
-   * Appends a batch atomically, checking each write's `expected` version against the log.
+   * Appends a batch atomically, checking each write's `expected` version against the log. An
+   * upsert whose `identicalTo` is its key's head appends no event (a batch of only those, none).
    * Rejects with `VersionConflictError` (nothing appended) on a mismatch, with `NotFoundError`
-   * (nothing appended) when a write deletes a resource that does not exist, and with
+   * (nothing appended) when a write deletes a resource that does not exist, with
+   * `RevisionMovedError` when `options.atRevision` is not the log's last seq, and with
    * `StoreUnavailableError` when the backend cannot be reached. Resolves only once committed.
    *
    * A key's versions count its events: 1 on create, +1 on each upsert, and a delete records
    * the deleted version + 1; a re-created key carries on from there, so versions never repeat.
    */
-  append(writes: readonly Write[], author: Author): Promise<readonly ResourceEvent[]>;
+  append(writes: readonly Write[], author: Author, options?: AppendOptions): Promise<readonly ResourceEvent[]>;
   /**
    * Events with `seq > after`, in sequence order, at most `limit`. Rejects with
    * `RevisionCompactedError` when `after` is older than the checkpoint: some of those events
@@ -157,16 +183,51 @@ export interface Projection extends GenerationInput {
   readonly credentials: ReadonlyMap<string, Stored<Credential>>;
 }
 
-/** One resource of `ResourceStore.putAll`, with the version its writer read, if any. */
-export interface PutWrite {
-  readonly resource: Valid<Resource>;
-  readonly expected?: ResourceVersion | 'absent';
-}
-
 export interface WriteOptions {
   /** The version the caller read (`If-Match`); `'absent'` means "create only". */
   readonly expected?: ResourceVersion | 'absent';
   readonly caller?: string;
+}
+
+/** What one write did to one resource: `unchanged` appended nothing (DESIGN §7). */
+export type WriteOutcome = 'created' | 'configured' | 'unchanged' | 'deleted';
+
+export interface WrittenItem {
+  readonly key: ResourceKey;
+  /**
+   * `created` when the store did not hold the resource as the write began: reported, not
+   * enforced (a create racing this one may make both say so; `expected: 'absent'` enforces it).
+   */
+  readonly outcome: WriteOutcome;
+  /** What is stored after an upsert: its new version, or, unchanged, the version it already had. */
+  readonly stored?: Stored<Resource>;
+}
+
+/** What `ResourceStore.write` did. */
+export interface Written {
+  /** The revision before the write's first event: what the write followed. */
+  readonly from: Seq;
+  /** The revision once applied: its last event's seq; `from` when it appended nothing. */
+  readonly revision: Seq;
+  /** One per write, in order. */
+  readonly items: readonly WrittenItem[];
+  readonly events: readonly ResourceEvent[];
+}
+
+/** How `ResourceStore.write` appends a batch. */
+export interface WriteBatchOptions extends Pick<WriteOptions, 'caller'>, AppendOptions {}
+
+/**
+ * What a batch would do, not appended (a dry run): the projection it would follow (the log's
+ * end when planned) and the one it would make, with each write's outcome.
+ */
+export interface PlannedChange {
+  readonly before: Projection;
+  readonly after: Projection;
+  /** One per write, in order; a re-created resource's version is the log's to number, and may differ. */
+  readonly items: readonly WrittenItem[];
+  /** The events it would append, numbered after `before.revision`. */
+  readonly events: readonly ResourceEvent[];
 }
 
 /** What `ResourceStore.sizes()` counts: neither grows with the sessions served (I3). */
@@ -203,16 +264,23 @@ export interface ResourceStore {
   /** For tests and diagnostics: who listens to the change feed or waits on a `refresh` now. */
   sizes(): StoreSizes;
   /**
-   * Creates or replaces a resource. Resolves with what was stored once it is committed; rejects
+   * Appends writes as one batch (one author, consecutive revisions, all or none), each upsert
+   * of a resource identical to what the projection holds made conditional on it staying so
+   * (`identicalTo`): such a write is `unchanged` and appends nothing. Keys must be distinct.
+   * Rejects as `put` and `delete` do, before anything is appended.
+   */
+  write(writes: readonly Write[], options?: WriteBatchOptions): Promise<Written>;
+  /**
+   * What `write` would do, appending nothing: the store reads the log to its end, then checks the
+   * batch as the log would (rejecting as `write` does) and folds it into a copy of the projection.
+   */
+  plan(writes: readonly Write[], options?: Pick<WriteOptions, 'caller'>): Promise<PlannedChange>;
+  /**
+   * Creates or replaces a resource. Resolves with what was stored once it is committed (or, when
+   * identical to what is stored, with that, appending nothing); rejects
    * with `MeshNotFoundError` for a Dataplane whose mesh the log does not have.
    */
   put(resource: Valid<Resource>, options?: WriteOptions): Promise<Stored<Resource>>;
-  /**
-   * Creates or replaces several resources in one append: all of them, in order, at one
-   * revision, or none. Rejects, having stored nothing, with the first refusal the log meets
-   * (`VersionConflictError`, `MeshNotFoundError`), whose `key` names the resource.
-   */
-  putAll(writes: readonly PutWrite[], options?: Pick<WriteOptions, 'caller'>): Promise<Stored<Resource>[]>;
   /**
    * Deletes a resource; deleting a Mesh deletes the Dataplanes and keys the log has in it, in
    * the same batch (write-plan.ts), including ones this projection has not read yet.
@@ -227,6 +295,13 @@ export interface ResourceStore {
    * `FutureRevisionError` for one the log has not reached.
    */
   getAt(key: ResourceKey, revision: Seq): Promise<Stored<Resource> | undefined>;
+  /**
+   * The resources as they were at `revision`: this projection with every key written since put
+   * back as it was (its cost grows with the history since, not with the store). Rejects with
+   * `RevisionCompactedError` for a revision older than the retained history, and with
+   * `FutureRevisionError` for one the log has not reached.
+   */
+  projectionAt(revision: Seq): Promise<Projection>;
   /** The log after `after` (audit, tools); `RevisionCompactedError` when `after` was compacted. */
   readEvents(after: Seq, limit: number): Promise<readonly ResourceEvent[]>;
   /** One resource's retained events after `after`, and the horizon of the history. */

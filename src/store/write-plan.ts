@@ -1,7 +1,7 @@
 import { ChanceryError } from '../chancery-error.js';
 import { isMeshScoped, keyOf, type ResourceKey } from '../mesh/index.js';
-import { MeshNotFoundError, NotFoundError, VersionConflictError } from './errors.js';
-import { asResourceVersion, type ResourceVersion, type Write } from './types.js';
+import { MeshNotFoundError, NotFoundError, RevisionMovedError, VersionConflictError } from './errors.js';
+import { asResourceVersion, asSeq, type AppendOptions, type ResourceVersion, type Seq, type Write } from './types.js';
 
 /** What a log knows of one key: its last event's version, and whether that was an upsert. */
 export interface KeyState {
@@ -11,6 +11,8 @@ export interface KeyState {
 
 /** What a batch is checked against: the log's state before it, read under the append lock. */
 export interface LogState {
+  /** The log's last seq. */
+  readonly last: Seq;
   /** A key's head, by `keyIdOf`; undefined for a key never written. */
   head(id: string): KeyState | undefined;
   /** Every resource live in `mesh` (its Dataplanes and keys), with its head: deleted with the mesh. */
@@ -53,7 +55,8 @@ export interface WritePlan {
  * never leave a Dataplane behind in a deleted mesh, nor a key that would verify tokens again
  * in a mesh re-created under the same name.
  */
-export function planWrites(writes: readonly Write[], log: LogState): WritePlan {
+export function planWrites(writes: readonly Write[], log: LogState, options: AppendOptions = {}): WritePlan {
+  if (options.atRevision !== undefined && options.atRevision !== log.last) throw new RevisionMovedError(options.atRevision, log.last);
   const heads = new Map<string, KeyHead>();
   const events: PlannedEvent[] = [];
   const stateOf = (id: string) => heads.get(id) ?? log.head(id);
@@ -69,6 +72,8 @@ export function planWrites(writes: readonly Write[], log: LogState): WritePlan {
     const actual = current?.live === true ? current.version : 'absent';
     if (write.kind === 'deleted' && actual === 'absent') throw new NotFoundError(key);
     if (write.expected !== undefined && write.expected !== actual) throw new VersionConflictError(key, write.expected, actual);
+    // Identical to the head: nothing to append, and the key's version stays (DESIGN §7).
+    if (write.kind === 'upserted' && write.identicalTo !== undefined && write.identicalTo === actual) continue;
     if (write.kind === 'upserted' && isMeshScoped(key.type) && stateOf(keyIdOf(meshKeyOf(key.mesh)))?.live !== true) {
       throw new MeshNotFoundError(key.mesh, key);
     }
@@ -89,26 +94,37 @@ export interface GroupPlan {
   readonly heads: ReadonlyMap<string, KeyHead>;
 }
 
+/** One batch of a group: its writes, and how it is to be appended. */
+export interface GroupBatch {
+  readonly writes: readonly Write[];
+  readonly options?: AppendOptions;
+}
+
 /**
  * Plans several batches that one transaction appends together (group commit): each is checked
  * against the log and the accepted batches before it, as if appended alone in that order. A
  * batch that fails its checks is left out, with its error in its place; the others go on.
  */
-export function planGroup(batches: readonly (readonly Write[])[], log: LogState): GroupPlan {
+export function planGroup(batches: readonly GroupBatch[], log: LogState): GroupPlan {
   const heads = new Map<string, KeyHead>();
-  const state: LogState = {
-    head: (id) => heads.get(id) ?? log.head(id),
-    *liveMembers(mesh) {
+  let appended = 0;
+  const state = {
+    get last() {
+      return asSeq(log.last + appended);
+    },
+    head: (id: string) => heads.get(id) ?? log.head(id),
+    *liveMembers(mesh: string): Iterable<KeyHead> {
       for (const head of heads.values()) {
         if (head.live && isMemberOf(head.key, mesh)) yield head;
       }
       for (const head of log.liveMembers(mesh)) if (!heads.has(keyIdOf(head.key))) yield head;
     },
-  };
-  const outcomes = batches.map((writes) => {
+  } satisfies LogState;
+  const outcomes = batches.map(({ writes, options }) => {
     try {
-      const plan = planWrites(writes, state);
+      const plan = planWrites(writes, state, options);
       for (const [id, head] of plan.heads) heads.set(id, head);
+      appended += plan.events.length;
       return plan;
     } catch (error) {
       // A conflict or a missing resource refuses this batch; anything else is a bug.

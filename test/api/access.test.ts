@@ -78,6 +78,11 @@ describe('who may call what', () => {
     ['GET', '/sessions/events', undefined, 200, 200, 200],
     ['GET', '/statechart', undefined, 200, 200, 200],
     ['GET', '/instances', undefined, 200, 200, 200],
+    ['GET', '/revisions/1', undefined, 200, 200, 200],
+    ['GET', '/diff?from=1', undefined, 200, 200, 200],
+    // Reverting: a writer's token must cover the mesh it reverts, so it names one.
+    ['POST', '/revisions/1/revert?mesh=payments&dryRun=true', undefined, 200, 200, 403],
+    ['POST', '/revisions/1/revert?dryRun=true', undefined, 200, 403, 403],
     // Reads of what only an admin manages.
     ['GET', '/meshes/payments/signing-keys', undefined, 200, 403, 403],
     ['GET', '/api-tokens', undefined, 200, 403, 403],
@@ -92,6 +97,10 @@ describe('who may call what', () => {
     ['PUT', '/meshes/payments/dataplanes/sneak-%s', dataplane('default', 'sneak-%s'), 400, 400, 403],
     ['DELETE', '/meshes/payments/dataplanes/web-%s', undefined, 204, 204, 403],
     ['DELETE', '/meshes/default/dataplanes/web-%s', undefined, 204, 403, 403],
+    // A change of several resources: a writer's token must cover every mesh it writes.
+    ['POST', '/apply', { items: [dataplane('payments', 'batch-%s')] }, 200, 200, 403],
+    ['POST', '/apply', { items: [dataplane('payments', 'both-%s'), dataplane('default', 'both-%s')] }, 200, 403, 403],
+    ['POST', '/apply?dryRun=true', { items: [dataplane('default', 'preview-%s')] }, 200, 403, 403],
     // Dataplane tokens and service accounts.
     ['POST', '/meshes/payments/dataplanes/backend-1/token', {}, 201, 201, 403],
     ['POST', '/meshes/default/dataplanes/viewer/token', {}, 201, 403, 403],
@@ -148,7 +157,9 @@ describe('who may call what', () => {
       const written = (await storedEvents()).slice(before);
       if (status === 401) expect(answer.body).toMatchObject({ code: 'CHANCERY_API_UNAUTHENTICATED' });
       if (status === 403) expect(answer.body).toMatchObject({ code: 'CHANCERY_API_FORBIDDEN' });
-      if (method === 'GET' || status >= 400) {
+      // A dry run, and a write identical to what is stored (the second caller's PUT of the same Mesh), store nothing either.
+      const storesNothing = method === 'GET' || status >= 400 || path.includes('dryRun=true') || ('headers' in answer && (answer.headers as Headers).get('chancery-outcome') === 'unchanged');
+      if (storesNothing) {
         expect(written, `${caller} ${method} ${path} stored something`).toEqual([]);
       } else {
         // Issuing a token writes only when it makes the mesh's first signing key.

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { NEVER } from 'rxjs';
 import { type ApiBackend, type ApiServerOptions, createApiServer } from '../../src/api/index.js';
+import { ChangeDesk, Rollouts, type FleetSessions } from '../../src/changes/index.js';
 import { lastResponseNacked, SESSION_STATES } from '../../src/machines/index.js';
 import type { FleetSession } from '../../src/fleet/fleet-sessions.js';
 import type { SessionView } from '../../src/machines/session-view.js';
@@ -47,10 +48,14 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
       done();
     },
   });
+  const sessions = options.sessions ?? fakeSessions([]);
+  const fleet: FleetSessions = { local: (node) => sessions.get(node), saved: async () => options.others ?? [] };
   const backend: ApiBackend = {
     instanceId: 'test',
     store,
-    sessions: options.sessions ?? fakeSessions([]),
+    changes: new ChangeDesk({ store, sessions: fleet }),
+    rollouts: new Rollouts({ store, sessions: fleet }),
+    sessions,
     fleet: {
       others: async (node) => (options.others ?? []).filter((view) => node === undefined || view.node === node),
       instances: async () => [],

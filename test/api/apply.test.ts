@@ -85,7 +85,7 @@ describe('POST /apply', () => {
   });
 
   it('refuses an unknown query parameter, so a parameter an older server does not know never writes', async () => {
-    const answer = await post({ items: [dataplane('web-1')] }, '/apply?dryRun=true');
+    const answer = await post({ items: [dataplane('web-1')] }, '/apply?dryrun=true');
     expect(answer.status).toBe(400);
     expect(answer.body['code']).toBe('CHANCERY_API_INVALID_QUERY');
     expect(api.store.list('Dataplane')).toEqual([]);

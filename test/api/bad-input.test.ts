@@ -75,7 +75,8 @@ const BAD_INPUTS: readonly BadInput[] = [
   { what: 'If-None-Match: * for a dataplane that exists', headers: { 'if-none-match': '*' }, body: valid, status: 409, code: 'CHANCERY_STORE_VERSION_CONFLICT' },
   { what: 'a dataplane in a mesh that does not exist', path: '/meshes/nowhere/dataplanes/backend-1', body: { networking: valid.networking }, status: 404, code: 'CHANCERY_STORE_MESH_NOT_FOUND', field: 'mesh' },
   { what: 'deleting a dataplane that does not exist', method: 'DELETE', path: '/meshes/default/dataplanes/backend-9', status: 404, code: 'CHANCERY_STORE_NOT_FOUND', field: 'name' },
-  { what: 'a query parameter the PUT does not take (a newer server’s dryRun)', path: `${DP}?dryRun=true`, body: { ...valid, networking: { address: '::1' } }, status: 400, code: 'CHANCERY_API_INVALID_QUERY', field: 'dryRun' },
+  { what: 'a query parameter the PUT does not take (dryRun misspelt)', path: `${DP}?dryrun=true`, body: { ...valid, networking: { address: '::1' } }, status: 400, code: 'CHANCERY_API_INVALID_QUERY', field: 'dryrun' },
+  { what: 'a dryRun that is not true or false', path: `${DP}?dryRun=yes`, body: { ...valid, networking: { address: '::1' } }, status: 400, code: 'CHANCERY_API_INVALID_QUERY', field: 'dryRun' },
   { what: 'a query parameter the DELETE does not take', method: 'DELETE', path: `${DP}?x=1`, status: 400, code: 'CHANCERY_API_INVALID_QUERY', field: 'x' },
   // Ignored, a version in it would delete unconditionally: a PUT's body version is a precondition.
   { what: 'a DELETE with a body', method: 'DELETE', body: { version: 7 }, status: 400, code: 'CHANCERY_API_MALFORMED_BODY', field: 'body' },

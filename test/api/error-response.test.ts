@@ -14,7 +14,7 @@ afterEach(async () => {
 describe('errorResponse', () => {
   it('maps every code to a 4xx or 5xx status', () => {
     for (const [code, status] of Object.entries(ERROR_STATUS)) {
-      expect(code).toMatch(/^CHANCERY_(API|STORE|IDENTITY)_[A-Z_]+$/);
+      expect(code).toMatch(/^CHANCERY_(API|STORE|IDENTITY|CHANGES)_[A-Z_]+$/);
       expect(status).toBeGreaterThanOrEqual(400);
       expect(status).toBeLessThan(600);
     }

@@ -133,7 +133,7 @@ describe('GET …/history', () => {
   it('says up to which seq the history was compacted, and keeps the resource readable', async () => {
     api = await startApi({ retention: { events: 1 } });
     await writeHistory(api);
-    await putJson(`${api.url}/meshes/payments`, {});
+    await putJson(`${api.url}/meshes/payments`, { dataplaneAuth: 'none' });
     await api.store.compact();
     expect((await getJson<HistoryPage>(`${BACKEND_1}/history`)).body).toEqual({ items: [], next: 0, compactedThrough: 6 });
     expect((await getJson<HistoryPage>('/meshes/payments/history')).body).toMatchObject({ items: [{ seq: 7 }], compactedThrough: 6 });

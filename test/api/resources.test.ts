@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { asSeq } from '../../src/store/index.js';
 import { apiFor, dataplaneBody, putJson } from './api-harness.js';
 
 const api = apiFor();
@@ -21,9 +22,31 @@ describe('meshes', () => {
     expect(read.headers.get('etag')).toBe('"1"');
     expect(await read.json()).toEqual({ type: 'Mesh', name: 'payments', dataplaneAuth: 'token', version: 1 });
 
-    const replaced = await putJson(`${api.url}/meshes/payments`, {});
+    const replaced = await putJson(`${api.url}/meshes/payments`, { dataplaneAuth: 'none' });
     expect(replaced.status).toBe(200);
     expect(replaced.headers.get('etag')).toBe('"2"');
+    expect(replaced.headers.get('chancery-outcome')).toBe('configured');
+  });
+
+  it('answers a write identical to what is stored as unchanged, with the same version, and appends no event', async () => {
+    const created = await putJson(`${api.url}/meshes/payments`, { dataplaneAuth: 'none' });
+    expect(created.headers.get('chancery-outcome')).toBe('created');
+    const revision = created.headers.get('chancery-revision');
+    expect(Number(revision)).toBe(api.store.projection.revision);
+    const again = await putJson(`${api.url}/meshes/payments`, { type: 'Mesh', dataplaneAuth: 'none', version: 1 });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('etag')).toBe('"1"');
+    expect(again.headers.get('chancery-outcome')).toBe('unchanged');
+    expect(again.headers.get('chancery-revision')).toBe(revision);
+    expect(await again.json()).toEqual({ type: 'Mesh', name: 'payments', dataplaneAuth: 'none', version: 1 });
+    expect(await api.store.readEvents(asSeq(Number(revision)), 10)).toEqual([]);
+  });
+
+  it('answers a delete with its outcome and the revision it made', async () => {
+    await putJson(`${api.url}/meshes/payments`, {});
+    const deleted = await fetch(`${api.url}/meshes/payments`, { method: 'DELETE' });
+    expect(deleted.headers.get('chancery-outcome')).toBe('deleted');
+    expect(Number(deleted.headers.get('chancery-revision'))).toBe(api.store.projection.revision);
   });
 
   it('deletes a mesh together with its dataplanes', async () => {

@@ -26,12 +26,13 @@ describe('chancery apply', () => {
     expect(names()).toEqual(['payments/gateway-1', 'payments/ledger-1']);
   });
 
-  it('says configured for resources that already existed', async () => {
+  it('says configured for resources it changed, and unchanged for those identical to what is stored', async () => {
     await apply(['-f', fixture('cli-payments.yaml')]);
+    const moved = 'type: Dataplane\nmesh: payments\nname: ledger-1\nnetworking: { address: 10.0.0.9, inbound: [{ port: 10001, tags: { service: ledger } }] }\n';
+    expect((await apply(['-f', '-'], moved)).stdout).toBe('Dataplane payments/ledger-1 configured\n1 resource: 0 created, 1 configured, 0 unchanged, 0 refused\n');
     const { code, stdout } = await apply(['-f', fixture('cli-payments.yaml')]);
     expect(code).toBe(0);
-    expect(stdout).toContain('Dataplane payments/ledger-1 configured');
-    expect(stdout).toMatch(/\n3 resources: 0 created, 3 configured, 0 unchanged, 0 refused\n$/);
+    expect(stdout).toBe(['Mesh payments unchanged', 'Dataplane payments/ledger-1 configured', 'Dataplane payments/gateway-1 unchanged', '3 resources: 0 created, 1 configured, 2 unchanged, 0 refused', ''].join('\n'));
   });
 
   it('applies a JSON array indented with tabs', async () => {
@@ -86,22 +87,23 @@ describe('chancery apply', () => {
     await apply(['-f', '-'], JSON.stringify(dataplanes.slice(0, 200)));
     let puts = 0;
     const { store } = api;
-    const putAll = store.putAll.bind(store);
-    store.putAll = (writes, options) => {
+    const write = store.write.bind(store);
+    store.write = (writes, options) => {
       puts++;
-      return putAll(writes, options);
+      return write(writes, options);
     };
     const revision = store.projection.revision;
     const { code, stdout } = await apply(['-f', '-'], JSON.stringify(dataplanes));
     expect(code).toBe(0);
     expect(puts).toBe(1);
-    expect(store.projection.revision).toBe(revision + count);
+    expect(store.projection.revision).toBe(revision + count - 200);
     expect(new Set(store.list('Dataplane').map(({ updatedAt }) => updatedAt)).size).toBeLessThanOrEqual(2);
     const lines = stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(count + 1);
-    expect(lines[0]).toBe('Dataplane default/dp-0 configured');
+    // The 200 applied before are identical: unchanged, and nothing is appended for them.
+    expect(lines[0]).toBe('Dataplane default/dp-0 unchanged');
     expect(lines[count - 1]).toBe(`Dataplane default/dp-${count - 1} created`);
-    expect(lines[count]).toBe(`${count} resources: 1000 created, 200 configured, 0 unchanged, 0 refused`);
+    expect(lines[count]).toBe(`${count} resources: 1000 created, 0 configured, 200 unchanged, 0 refused`);
   });
 
   it('shows its progress on a terminal for a large file, and clears it before the count', async () => {

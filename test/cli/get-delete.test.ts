@@ -36,7 +36,7 @@ describe('chancery get', () => {
       ['backend-2', 1],
     ]);
     const reapplied = await runCli(['apply', '-f', '-'], { env: { CHANCERY_API_ADDRESS: api.address }, stdin: yaml.stdout });
-    expect(reapplied.stdout).toBe('Dataplane default/backend-1 configured\nDataplane default/backend-2 configured\n2 resources: 0 created, 2 configured, 0 unchanged, 0 refused\n');
+    expect(reapplied.stdout).toBe('Dataplane default/backend-1 unchanged\nDataplane default/backend-2 unchanged\n2 resources: 0 created, 0 configured, 2 unchanged, 0 refused\n');
   });
 
   it("refuses to re-apply a copy whose version another write has overtaken", async () => {

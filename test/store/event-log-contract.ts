@@ -210,6 +210,62 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
       });
     });
 
+    describe('writes identical to the head (identicalTo)', () => {
+      it('appends nothing for an upsert identical to the head, and keeps its version', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        expect(await log.append([{ kind: 'upserted', resource: mesh('m'), identicalTo: v(1), expected: v(1) }], author)).toEqual([]);
+        expect(await readAll()).toHaveLength(1);
+        const [next] = await log.append([{ kind: 'upserted', resource: mesh('m'), expected: v(1) }], author);
+        expect(next!.version).toBe(2);
+      });
+
+      it('appends the upsert once the head moved past the version it was identical to', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        await log.append([{ kind: 'deleted', key: meshKey('m') }], author);
+        const [recreated] = await log.append([{ kind: 'upserted', resource: mesh('m'), identicalTo: v(1) }], author);
+        expect(recreated!.version).toBe(3);
+      });
+
+      it('still checks the expected version of an identical write first', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        const attempt = log.append([{ kind: 'upserted', resource: mesh('m'), identicalTo: v(1), expected: 'absent' }], author);
+        await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_STORE_VERSION_CONFLICT', expected: 'absent', actual: 1 });
+      });
+
+      it('appends the rest of a batch, and only the rest, when one of its writes is identical', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        const events = await log.append(
+          [
+            { kind: 'upserted', resource: mesh('m'), identicalTo: v(1) },
+            { kind: 'upserted', resource: dataplane('m', 'a') },
+          ],
+          author,
+        );
+        expect(events.map((event) => [event.seq, event.key.name, event.version])).toEqual([[2, 'a', 1]]);
+      });
+    });
+
+    describe('appending at a revision (atRevision)', () => {
+      it('appends a batch at the revision the log is at, and refuses it once the log moved, appending nothing', async () => {
+        const [first] = await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        const [second] = await log.append([{ kind: 'upserted', resource: mesh('n') }], author, { atRevision: first!.seq });
+        expect(second!.seq).toBe(first!.seq + 1);
+        const attempt = log.append([{ kind: 'upserted', resource: mesh('o') }], author, { atRevision: first!.seq });
+        await expect(attempt).rejects.toMatchObject({ code: 'CHANCERY_STORE_REVISION_MOVED', expected: first!.seq, actual: second!.seq });
+        expect(await readAll()).toHaveLength(2);
+      });
+
+      it('refuses the second of two batches checked at the same revision when they are appended together', async () => {
+        const [first] = await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        const results = await Promise.allSettled([
+          log.append([{ kind: 'upserted', resource: mesh('a') }], author, { atRevision: first!.seq }),
+          log.append([{ kind: 'upserted', resource: mesh('b') }], author, { atRevision: first!.seq }),
+        ]);
+        expect(results.map((result) => result.status).sort()).toEqual(['fulfilled', 'rejected']);
+        expect(await readAll()).toHaveLength(2);
+      });
+    });
+
     describe('batches', () => {
       it('appends nothing from a batch in which one write conflicts', async () => {
         await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
@@ -325,6 +381,17 @@ export function eventLogContract(name: string, newLog: () => Promise<EventLog>):
         expect(await readAll()).toHaveLength(1);
         const [created] = await log.append([{ kind: 'upserted', resource: mesh('n') }, { kind: 'upserted', resource: dataplane('n', 'a') }], author);
         expect(created!.key.name).toBe('n');
+      });
+
+      it('marks each event with its batch: the seq of the first event its append wrote', async () => {
+        await log.append([{ kind: 'upserted', resource: mesh('m') }], author);
+        await log.append([{ kind: 'upserted', resource: dataplane('m', 'a') }, { kind: 'upserted', resource: dataplane('m', 'b') }], author);
+        const events = await readAll();
+        expect(events.map((event) => [event.seq, event.batch])).toEqual([
+          [1, 1],
+          [2, 2],
+          [3, 2],
+        ]);
       });
 
       it('gives a batch’s events the order of its writes', async () => {

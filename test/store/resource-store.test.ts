@@ -122,14 +122,60 @@ describe('writing and reading', () => {
   it('rejects a put with a stale expected version, or a create-only put of an existing resource', async () => {
     const store = await startedStore(new MemoryEventLog());
     await store.put(dataplane('default', 'a'));
-    await store.put(dataplane('default', 'a'));
-    await expect(store.put(dataplane('default', 'a'), { expected: asResourceVersion(1) })).rejects.toMatchObject({
+    await store.put(dataplane('default', 'a', 20001));
+    await expect(store.put(dataplane('default', 'a', 20001), { expected: asResourceVersion(1) })).rejects.toMatchObject({
       code: 'CHANCERY_STORE_VERSION_CONFLICT',
       expected: 1,
       actual: 2,
     });
     await expect(store.put(dataplane('default', 'a'), { expected: 'absent' })).rejects.toBeInstanceOf(VersionConflictError);
     expect(store.get(dataplaneKey('default', 'a'))?.version).toBe(2);
+  });
+
+  it('answers a put identical to what is stored as unchanged: the same version, and no event', async () => {
+    const log = new MemoryEventLog();
+    const store = await startedStore(log);
+    const created = await store.put(dataplane('default', 'a'));
+    const before = await readAll(log);
+    const again = await store.put(dataplane('default', 'a'), { expected: created.version });
+    expect(again).toEqual(created);
+    expect(await readAll(log)).toEqual(before);
+    expect(store.projection.revision).toBe(created.seq);
+  });
+
+  it('tells each write of a batch apart: created, configured, unchanged or deleted, and the revisions it spans', async () => {
+    const log = new MemoryEventLog();
+    const store = await startedStore(log);
+    await store.put(dataplane('default', 'a'));
+    await store.put(dataplane('default', 'b'));
+    const from = store.projection.revision;
+    const written = await store.write([
+      { kind: 'upserted', resource: dataplane('default', 'a') },
+      { kind: 'upserted', resource: dataplane('default', 'b', 20001) },
+      { kind: 'upserted', resource: dataplane('default', 'c') },
+    ]);
+    expect(written.items.map((item) => [item.key.name, item.outcome, item.stored?.version])).toEqual([
+      ['a', 'unchanged', 1],
+      ['b', 'configured', 2],
+      ['c', 'created', 1],
+    ]);
+    expect(written).toMatchObject({ from, revision: from + 2 });
+    expect(written.events.map((event) => event.key.name)).toEqual(['b', 'c']);
+    const deleted = await store.write([{ kind: 'deleted', key: dataplaneKey('default', 'c') }]);
+    expect(deleted).toMatchObject({ from: from + 2, revision: from + 3, items: [{ outcome: 'deleted' }] });
+    const nothing = await store.write([{ kind: 'upserted', resource: dataplane('default', 'a') }]);
+    expect(nothing).toMatchObject({ from: from + 3, revision: from + 3, events: [] });
+  });
+
+  it('writes a resource this store thinks identical once another writer changed it since', async () => {
+    const log = new MemoryEventLog();
+    const store = await startedStore(log);
+    await store.put(dataplane('default', 'a'));
+    // Another instance changes it; this store has not read that yet (no wake-ups reach it).
+    await log.append([{ kind: 'upserted', resource: dataplane('default', 'a', 20001) }], { instance: 'cp-2' });
+    const written = await store.put(dataplane('default', 'a'));
+    expect(written.version).toBe(3);
+    expect(store.get(dataplaneKey('default', 'a'))?.resource).toEqual(dataplane('default', 'a'));
   });
 
   it('deletes a Dataplane, honouring its expected version', async () => {

@@ -1,6 +1,8 @@
-// The UI's router: `#/` (with filters) is the fleet, `#/nodes/<node>` a node's page.
+// The UI's router: `#/` (with filters) is the fleet, `#/nodes/<node>` a node's page,
+// `#/changes` the recent writes and `#/changes/<revision>` one write's rollout.
 
 import { thisInstance } from './api.js';
+import { changesPage } from './changes-page.js';
 import { h, replace } from './dom.js';
 import { fleetPage } from './fleet-page.js';
 import { nodePage } from './node-page.js';
@@ -38,14 +40,24 @@ function route() {
   const [path, query = ''] = hash.split('?');
   const nodeMatch = /^\/nodes\/(.+)$/.exec(path);
   const node = nodeMatch ? decodeURIComponent(nodeMatch[1]) : undefined;
+  const changesMatch = /^\/changes(?:\/(\d+))?$/.exec(path);
   // The fleet page stays while only its filters change, so a form control keeps its focus.
-  if (current === undefined || current.node !== node) {
+  const key = changesMatch ? `changes ${path}?${query}` : node === undefined ? 'fleet' : `node ${node}`;
+  if (current === undefined || current.key !== key) {
     current?.page.destroy();
     setLive('connecting');
-    current = { node, page: node === undefined ? fleetPage({ main, setLive }) : nodePage({ main, setLive }, node) };
+    current = { key, page: pageFor(node, changesMatch, new URLSearchParams(query)) };
     main.focus({ preventScroll: true });
   }
-  if (node === undefined) current.page.update(new URLSearchParams(query));
+  if (node === undefined && !changesMatch) current.page.update(new URLSearchParams(query));
+}
+
+function pageFor(node, changesMatch, params) {
+  if (changesMatch) {
+    const since = params.get('since');
+    return changesPage({ main, setLive }, changesMatch[1] === undefined ? undefined : Number(changesMatch[1]), since === null ? undefined : Number(since));
+  }
+  return node === undefined ? fleetPage({ main, setLive }) : nodePage({ main, setLive }, node);
 }
 
 window.addEventListener('hashchange', route);

@@ -388,6 +388,8 @@ function stepItem(step) {
       step.instance && h('span', { class: 'instance-tag' }, step.instance),
       h('code', { class: 'event' }, step.event),
       h('span', { class: 'move' }, stateBadge(step.from), step.from === step.to ? '' : [' → ', stateBadge(step.to)]),
+      // A snapshot generated (or not) from a store revision: the write that made it, and how it landed.
+      step.detail?.revision !== undefined && h('a', { class: 'step-write', href: `#/changes/${step.detail.revision}` }, `revision ${step.detail.revision}`),
     ),
     step.detail && detailList(step.detail),
   );
