@@ -1,29 +1,29 @@
 import { pino, type Logger } from 'pino';
 import { interval, type Observable, type Subscription } from 'rxjs';
-import { ControlPlaneMetrics, createApiServer, sessionsOf, type ApiServer } from './api/index.js';
+import { accessFor, ControlPlaneMetrics, createApiServer, sessionsOf, type ApiServer } from './api/index.js';
 import { ChangeDesk, Rollouts, type FleetSessions, type Run } from './changes/index.js';
 import type { ControlPlaneOptions } from './control-plane-options.js';
 import { DEFAULTS } from './defaults.js';
 import { InvalidResourceInputError } from './errors.js';
-import { isLoopback } from './host-port.js';
 import {
   authenticateApiCaller,
   credentialsChanged,
   MeshAuthorityKeeper,
   RefusalLog,
+  followTlsFiles,
   StreamAuthenticator,
-  TlsFiles,
+  type FollowedTlsFiles,
   type RefusalSummary,
-  type TlsFilePaths,
 } from './identity/index.js';
-import { fleetSessions, Pregeneration, recordedSessions, type FleetSession, SessionRecorder } from './fleet/index.js';
+import { fleetSessions, Pregeneration, recordedSessions, SavedSessions, SessionRecorder, storeGeneration, type FleetSession } from './fleet/index.js';
 import { connectInspector, type SessionInspector } from './inspector/index.js';
 import type { SessionView } from './machines/index.js';
-import { generate, validate, type DataplaneTls, type Resource, type ResourceKey, type Valid } from './mesh/index.js';
+import { validate, type DataplaneTls, type Resource, type ResourceKey, type Valid } from './mesh/index.js';
 import {
   checkRetention,
   createResourceStore,
   describeRetention,
+  describeStoreSpec,
   openEventLog,
   parseStoreSpec,
   type EventLog,
@@ -37,6 +37,7 @@ import {
   CertificateKeeper,
   clientStatuses,
   combineCallbacks,
+  nodeGeneration,
   SessionRegistry,
   SessionScheduler,
   SessionViews,
@@ -141,7 +142,7 @@ interface Running {
   readonly subscriptions: readonly Subscription[];
   readonly recorder?: SessionRecorder;
   /** The TLS files being followed, to stop following on stop. */
-  readonly tls: readonly TlsFiles[];
+  readonly tls: FollowedTlsFiles;
 }
 
 class ChanceryControlPlane implements ControlPlane {
@@ -162,10 +163,10 @@ class ChanceryControlPlane implements ControlPlane {
   readonly #scheduler = new SessionScheduler();
   #certificates!: CertificateKeeper;
   readonly #admission: StreamAuthenticator;
-  #xdsTls: TlsFiles | undefined;
+  readonly #saved: SavedSessions;
+  #xdsTls: FollowedTlsFiles['xds'];
   #inspector: SessionInspector | undefined;
   #running: Running | undefined;
-  #saved: { readonly at: number; readonly read: Promise<readonly FleetSession[]> } | undefined;
 
   constructor(options: ControlPlaneOptions) {
     this.#options = options;
@@ -212,13 +213,7 @@ class ChanceryControlPlane implements ControlPlane {
     this.#registry = new SessionRegistry({
       instanceId: this.instanceId,
       evictionGrace: this.#evictionGrace,
-      generate: (node) => {
-        const started = performance.now();
-        const { projection } = this.store;
-        const result = generate(node, projection, certificates.current(node));
-        metrics.generated((performance.now() - started) / 1000);
-        return result.ok ? result : { ok: false, revision: projection.revision, error: { code: result.error.code, message: result.error.message } };
-      },
+      generate: nodeGeneration({ projection: () => this.store.projection, certificate: (node) => certificates.current(node), onGenerated: (seconds) => metrics.generated(seconds) }),
       revision: () => this.store.projection.revision,
       now,
       clock: options.clock ?? SYSTEM_CLOCK,
@@ -229,6 +224,7 @@ class ChanceryControlPlane implements ControlPlane {
       certificates,
     });
     this.#views = new SessionViews(this.#registry, this.instanceId);
+    this.#saved = new SavedSessions(() => this.#recordedSource(), { now, reuseMs: SAVED_SESSIONS_REUSE_MS });
     // Who may speak as a dataplane: on the xDS port, and when its agent asks for a certificate.
     this.#admission = new StreamAuthenticator({ store: { get: (key) => this.store.get(key) }, now, audienceHosts: () => this.#xdsTls?.names ?? [] });
     this.#xds = new XdsServer({
@@ -261,15 +257,11 @@ class ChanceryControlPlane implements ControlPlane {
     const registry = this.#registry;
     const spec = this.#storeSpec;
     // Read first: TLS files that cannot be served fail the start before anything is opened.
-    const xdsTls = options.xdsTls && this.#tlsFiles(options.xdsTls);
-    let apiTls: TlsFiles | undefined;
-    try {
-      apiTls = options.apiTls && this.#tlsFiles(options.apiTls);
-    } catch (error) {
-      xdsTls?.stop();
-      throw error;
-    }
-    const followed = [xdsTls, apiTls].filter((files) => files !== undefined);
+    const tls = followTlsFiles(
+      { ...(options.xdsTls && { xds: options.xdsTls }), ...(options.apiTls && { api: options.apiTls }) },
+      { logger: this.#logger, reloadInterval: options.tlsReloadInterval ?? DEFAULTS.tlsReloadInterval },
+    );
+    const { xds: xdsTls, api: apiTls } = tls;
     this.#xdsTls = xdsTls;
     const log = typeof spec === 'string' ? await openEventLog(spec, { instance: this.instanceId }) : spec;
     const store = createResourceStore(log, {
@@ -279,7 +271,7 @@ class ChanceryControlPlane implements ControlPlane {
       onCompacted: ({ previous, horizon }) =>
         this.#logger.info({ previous, horizon, retention: describeRetention(this.#retention) }, 'event log compacted'),
     });
-    this.#running = { log, store, subscriptions: [], tls: followed };
+    this.#running = { log, store, subscriptions: [], tls };
     await store.start();
     let admitted = store.projection;
     const authorities = new MeshAuthorityKeeper({
@@ -287,7 +279,9 @@ class ChanceryControlPlane implements ControlPlane {
       now: this.#now,
       onError: (error, mesh) => this.#logger.warn({ err: error, mesh }, 'creating the mesh’s first CA failed; tried again at the next change'),
     });
-    const pregeneration = (options.pregenerate ?? DEFAULTS.pregenerate) ? this.#pregeneration() : undefined;
+    const pregeneration = (options.pregenerate ?? DEFAULTS.pregenerate)
+      ? new Pregeneration({ generate: storeGeneration(() => this.#running?.store.projection, this.#logger), scheduler: this.#scheduler, generated: () => this.metrics.pregenerated() })
+      : undefined;
     // Before the xDS port opens: after a restart the whole fleet reconnects at once.
     pregeneration?.first(store.projection, GENERATION_BEFORE_SERVING_MS);
     const subscriptions = [
@@ -303,7 +297,7 @@ class ChanceryControlPlane implements ControlPlane {
       this.metrics.followChangeFeed(store.projections, store.projection.revision),
       (options.watchdog ?? interval(options.refreshInterval ?? DEFAULTS.refreshInterval)).subscribe(() => registry.tick()),
     ];
-    this.#running = { log, store, subscriptions, tls: followed };
+    this.#running = { log, store, subscriptions, tls };
     if (options.inspect) {
       // Loaded only when asked for: the inspector brings a WebSocket client and serializers.
       this.#inspector = await connectInspector(options.inspect, this.instanceId);
@@ -312,7 +306,6 @@ class ChanceryControlPlane implements ControlPlane {
     const apiAddress = options.apiAddress ?? DEFAULTS.apiAddress;
     if (apiAddress !== false) {
       const colon = apiAddress.lastIndexOf(':');
-      const apiAuth = options.apiAuth ?? (isLoopback(apiAddress.slice(0, colon)) ? 'none' : 'token');
       const api = createApiServer(
         {
           instanceId: this.instanceId,
@@ -332,14 +325,10 @@ class ChanceryControlPlane implements ControlPlane {
         {
           logger: this.#logger,
           ...(apiTls && { tls: apiTls }),
-          access:
-            apiAuth === 'none'
-              ? { mode: 'none' }
-              : {
-                  mode: 'token',
-                  authenticate: (authorization) => authenticateApiCaller(store, authorization, this.#now()),
-                  onDenied: (status) => this.metrics.apiDenied(status),
-                },
+          access: accessFor(apiAddress.slice(0, colon), options.apiAuth, {
+            authenticate: (authorization) => authenticateApiCaller(store, authorization, this.#now()),
+            onDenied: (status) => this.metrics.apiDenied(status),
+          }),
         },
       );
       this.#running = { ...this.#running, api };
@@ -352,34 +341,11 @@ class ChanceryControlPlane implements ControlPlane {
         xdsTls: xdsTls !== undefined,
         api: this.addresses.api ?? 'off',
         apiTls: apiTls !== undefined,
-        store: describeSpec(spec),
+        store: typeof spec === 'string' ? describeStoreSpec(spec) : 'custom event log',
         keeps: describeRetention(this.#retention),
       },
       'chancery started',
     );
-  }
-
-  /** Generation ahead of the nodes, from the projection current when each dataplane's turn comes; not timed with the sessions' own. */
-  #pregeneration(): Pregeneration {
-    return new Pregeneration({
-      generate: (node) => {
-        // Stopped meanwhile: the scheduler still runs what was queued.
-        const running = this.#running;
-        if (running === undefined) return;
-        try {
-          generate(node, running.store.projection);
-        } catch (error) {
-          // The scheduler's work must not throw; the node's own session meets the same error and reports it.
-          this.#logger.warn({ err: error, node }, 'generating ahead of the node failed');
-        }
-      },
-      scheduler: this.#scheduler,
-      generated: () => this.metrics.pregenerated(),
-    });
-  }
-
-  #tlsFiles(paths: TlsFilePaths): TlsFiles {
-    return new TlsFiles(paths, { logger: this.#logger, reloadInterval: this.#options.tlsReloadInterval ?? DEFAULTS.tlsReloadInterval });
   }
 
   refusals(): RefusalSummary {
@@ -390,18 +356,18 @@ class ChanceryControlPlane implements ControlPlane {
   async #startRecording(): Promise<void> {
     const running = this.#running!;
     const startedAt = new Date(this.#now()).toISOString();
-    const recorder = new SessionRecorder({
-      records: running.log.sessionRecords,
-      instance: () => ({ id: this.instanceId, xds: this.addresses.xds, ...(this.addresses.api && { api: this.addresses.api }), startedAt }),
-      sessions: { get: (node) => this.#views.get(node), nodes: () => [...this.#registry.sessions()].map((session) => session.node) },
-      ttl: this.#instanceTtl,
-      now: this.#now,
-      logger: this.#logger,
-      scheduler: this.#scheduler,
-    });
-    await recorder.flush();
-    const ticks = this.#options.recordTicks ?? interval(this.#options.recordInterval ?? DEFAULTS.recordInterval);
-    const saving = ticks.subscribe(() => void recorder.flush());
+    const { recorder, saving } = await SessionRecorder.join(
+      {
+        records: running.log.sessionRecords,
+        instance: () => ({ id: this.instanceId, xds: this.addresses.xds, ...(this.addresses.api && { api: this.addresses.api }), startedAt }),
+        sessions: { get: (node) => this.#views.get(node), nodes: () => [...this.#registry.sessions()].map((session) => session.node) },
+        ttl: this.#instanceTtl,
+        now: this.#now,
+        logger: this.#logger,
+        scheduler: this.#scheduler,
+      },
+      this.#options.recordTicks ?? interval(this.#options.recordInterval ?? DEFAULTS.recordInterval),
+    );
     this.#running = { ...running, subscriptions: [...running.subscriptions, saving], recorder };
   }
 
@@ -428,7 +394,7 @@ class ChanceryControlPlane implements ControlPlane {
 
   /** The fleet's sessions as previews, warnings and rollouts read them (issue 31). */
   #fleetSessions(): FleetSessions {
-    return { local: (node) => this.#views.brief(node), saved: () => this.#savedSessions() };
+    return { local: (node) => this.#views.brief(node), saved: () => this.#saved.read() };
   }
 
   /** Work of the API's over many nodes (a preview's generation), in slices behind the sessions' own. */
@@ -436,23 +402,6 @@ class ChanceryControlPlane implements ControlPlane {
     this.#scheduler.schedule(items, work, 'background');
     return this.#scheduler.settled('background');
   };
-
-  /**
-   * The other instances' sessions as saved, read at most once a second: they are saved that
-   * often (`recordInterval`), and every write's warnings look at them.
-   */
-  #savedSessions(): Promise<readonly FleetSession[]> {
-    const now = this.#now();
-    if (this.#saved === undefined || now - this.#saved.at >= SAVED_SESSIONS_REUSE_MS) {
-      const read = recordedSessions(this.#recordedSource());
-      // A failed read is not kept: the next caller reads again.
-      read.catch(() => {
-        if (this.#saved?.read === read) this.#saved = undefined;
-      });
-      this.#saved = { at: now, read };
-    }
-    return this.#saved.read;
-  }
 
   #recordedSource() {
     return { records: this.#runningOrThrow().log.sessionRecords, ttl: this.#instanceTtl, instance: this.instanceId };
@@ -477,7 +426,7 @@ class ChanceryControlPlane implements ControlPlane {
     this.#running = undefined;
     if (running) {
       for (const subscription of running.subscriptions) subscription.unsubscribe();
-      for (const files of running.tls) files.stop();
+      running.tls.stop();
       // Its nodes are going elsewhere; other instances need not wait for its records to expire.
       await running.recorder
         ?.leave()
@@ -530,9 +479,3 @@ const SYSTEM_CLOCK: NonNullable<ControlPlaneOptions['clock']> = {
   setTimeout: (fn, timeout) => setTimeout(fn, timeout),
   clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout),
 };
-
-/** A store spec for the log: a Postgres URL without its password. */
-function describeSpec(spec: string | EventLog): string {
-  if (typeof spec !== 'string') return 'custom event log';
-  return spec.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
-}

@@ -1,4 +1,4 @@
-import { ChanceryError } from './chancery-error.js';
+import { ChanceryError } from './common/index.js';
 import type { ValidationIssue } from './mesh/index.js';
 
 /** A resource given to `apply` failed validation; nothing was stored. */

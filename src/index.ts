@@ -6,7 +6,7 @@ export { createControlPlane, type ControlPlane, type ControlPlaneSizes } from '.
 export type { ControlPlaneOptions } from './control-plane-options.js';
 export { aggregateMetrics, type ControlPlaneMetrics, type MetricsSource } from './api/index.js';
 export type { InspectOptions } from './inspector/index.js';
-export { ChanceryError } from './chancery-error.js';
+export { ChanceryError } from './common/index.js';
 export { InvalidResourceInputError } from './errors.js';
 export {
   createCertificateAuthority,

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { isLoopback } from '../common/index.js';
 import type { ApiAuthentication, ApiCaller } from '../identity/index.js';
 import { CERTIFICATE_ROUTE } from './certificate-routes.js';
 import { ForbiddenError, UnauthenticatedError } from './errors.js';
@@ -20,6 +21,19 @@ export type ApiAccess =
       /** Told of each 401 and 403. */
       onDenied?(status: 401 | 403): void;
     };
+
+/**
+ * The access an API listening on `host` gets (docs/security.md): `apiAuth` when given; else none
+ * on a loopback address, which only this host can reach, and tokens on any other.
+ */
+export function accessFor(
+  host: string,
+  apiAuth: 'none' | 'token' | undefined,
+  tokens: { authenticate(authorization: string | undefined): ApiAuthentication; onDenied?(status: 401 | 403): void },
+): ApiAccess {
+  const mode = apiAuth ?? (isLoopback(host) ? 'none' : 'token');
+  return mode === 'none' ? { mode } : { mode, authenticate: tokens.authenticate, ...(tokens.onDenied && { onDenied: tokens.onDenied }) };
+}
 
 /**
  * Probes, scrapes and the UI's static files: open to anyone (docs/security.md, "Securing

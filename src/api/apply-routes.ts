@@ -1,7 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { APPLY_LIMITS } from '../apply-limits.js';
-import { ChanceryError } from '../chancery-error.js';
-import { clip, excerpt } from '../excerpt.js';
+import { APPLY_LIMITS, ChanceryError, clip, excerpt } from '../common/index.js';
 import { CONFIGURATION_TYPES, keyOf, type ConfigurationType, type ResourceKey } from '../mesh/index.js';
 import type { DeskWritten, ItemJson } from '../changes/index.js';
 import { describeKey, MeshNotFoundError, VersionConflictError, type ResourceStore, type Write } from '../store/index.js';

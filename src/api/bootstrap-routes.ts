@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Document } from 'yaml';
-import { excerpt } from '../excerpt.js';
-import { dialable, formatHostPort, HOST_PORT_RULE, parseHostPort, type HostPort } from '../host-port.js';
+import { dialable, excerpt, formatHostPort, HOST_PORT_RULE, type HostPort, parseHostPort } from '../common/index.js';
 import { envoyBootstrap, grpcBootstrap, nodeIdOf, type Dataplane, type ResourceKey } from '../mesh/index.js';
 import { NotFoundError, type ResourceStore, type Stored } from '../store/index.js';
 import type { ApiBackend } from './api-backend.js';

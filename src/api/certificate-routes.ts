@@ -4,7 +4,7 @@ import { nodeIdOf } from '../mesh/index.js';
 import { NotFoundError } from '../store/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { fieldsOf } from './request-fields.js';
-import { isoTime } from '../iso-time.js';
+import { isoTime } from '../common/index.js';
 
 /** The route a dataplane's own agent calls; the API's token gate leaves it to the dataplane's credentials (access.ts). */
 export const CERTIFICATE_ROUTE = '/meshes/:mesh/dataplanes/:name/certificate';

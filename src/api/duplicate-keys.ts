@@ -1,5 +1,5 @@
 import { type Document, isMap, isScalar, isSeq } from 'yaml';
-import { fieldPath } from '../field-path.js';
+import { fieldPath } from '../common/index.js';
 import { MalformedBodyError } from './errors.js';
 
 /**

@@ -1,5 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
-import { clip } from '../excerpt.js';
+import { ChanceryError, clip } from '../common/index.js';
 import type { ValidationIssue } from '../mesh/index.js';
 import type { ChangeWarning, InvalidSinceError, WarningsRefusedError } from '../changes/index.js';
 import type {

@@ -1,5 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
-import { clip, excerpt } from '../excerpt.js';
+import { ChanceryError, clip, excerpt } from '../common/index.js';
 import type { ValidationIssue } from '../mesh/index.js';
 
 /** The body failed resource validation; nothing was stored. `field` is the first issue's path (`body` for the whole body). */

@@ -1,4 +1,4 @@
-import { sortedIndex } from '../sorted-index.js';
+import { sortedIndex } from '../common/index.js';
 
 /** Past this many, sorting everything costs no more than keeping the first ones in order. */
 const KEEP_AT_MOST = 256;

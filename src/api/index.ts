@@ -2,6 +2,7 @@ export { type ApiBackend, type MetricsSource, sessionsOf } from './api-backend.j
 export { type ApiErrorCode, ERROR_STATUS, type ErrorBody, errorResponse } from './error-response.js';
 export * from './errors.js';
 export type { AppliedDocument, ApplyAnswer, ApplyOutcome } from './apply-routes.js';
+export { accessFor, type ApiAccess } from './access.js';
 export { type ApiServer, type ApiServerOptions, createApiServer, DEFAULT_BODY_LIMIT } from './http-server.js';
 export { EVENTS_PAGE, type EventJson, type EventsPage, type HistoryPage } from './history-routes.js';
 export { aggregateMetrics, ControlPlaneMetrics, type ControlPlaneMetricsOptions, type SessionCensus } from './metrics.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { excerpt } from '../excerpt.js';
+import { excerpt } from '../common/index.js';
 import { isKeyId, KEY_ID_RULE } from '../identity/index.js';
 import { DNS_LABEL_RULE, isDnsLabel, parseNodeId } from '../mesh/index.js';
 import { InvalidPathNameError } from './errors.js';

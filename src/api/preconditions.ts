@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { excerpt } from '../excerpt.js';
+import { excerpt } from '../common/index.js';
 import { asResourceVersion, type ResourceVersion } from '../store/index.js';
 import { InvalidPreconditionError } from './errors.js';
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { clip, EXCERPT_LENGTH, excerpt } from '../excerpt.js';
+import { clip, excerpt, EXCERPT_LENGTH } from '../common/index.js';
 import { InvalidQueryError } from './errors.js';
 
 declare module 'fastify' {

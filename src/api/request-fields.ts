@@ -1,4 +1,4 @@
-import { excerpt } from '../excerpt.js';
+import { excerpt } from '../common/index.js';
 import { InvalidIdentityRequestError } from '../identity/index.js';
 
 /** A POST body's fields, as `fieldsOf` checked them. */

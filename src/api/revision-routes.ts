@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { type ResourceChange, type RolloutAnswer, type RolloutScope, type WriteSummary } from '../changes/index.js';
-import { excerpt } from '../excerpt.js';
+import { excerpt } from '../common/index.js';
 import { DNS_LABEL_RULE, isDnsLabel, resourceJson } from '../mesh/index.js';
 import { asSeq } from '../store/index.js';
 import { authorOf, checkMeshes } from './access.js';

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { compareText } from '../compare-text.js';
-import { excerpt } from '../excerpt.js';
+import { compareText, excerpt } from '../common/index.js';
 import type { FleetSession } from '../fleet/index.js';
 import type { SessionState, SessionView, TransitionRecord } from '../machines/index.js';
 import type { ApiBackend } from './api-backend.js';

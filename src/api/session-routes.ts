@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { compareText } from '../compare-text.js';
-import { excerpt } from '../excerpt.js';
+import { compareText, excerpt } from '../common/index.js';
 import { lastResponseNacked, SESSION_STATES, type SessionState, type SessionView } from '../machines/index.js';
 import { DNS_LABEL_RULE, isDnsLabel, parseNodeId } from '../mesh/index.js';
 import type { SessionPage, SessionSummary } from '../sessions/index.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { excerpt } from '../excerpt.js';
+import { excerpt } from '../common/index.js';
 import { isStatechartFormat, renderStatechart, STATECHART_FORMATS, type StatechartFormat } from '../machines/index.js';
 import type { ApiBackend } from './api-backend.js';
 import { InvalidQueryError } from './errors.js';

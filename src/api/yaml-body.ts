@@ -1,5 +1,5 @@
 import { Composer, type CST, LineCounter, Parser } from 'yaml';
-import { clip } from '../excerpt.js';
+import { clip } from '../common/index.js';
 import { MAX_BODY_DEPTH } from './body-shape.js';
 import { duplicateKeyError, duplicateYamlKey } from './duplicate-keys.js';
 import { MalformedBodyError } from './errors.js';

@@ -1,4 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 import type { ChangeWarning } from './warnings.js';
 
 /** A write asked to be refused if it had warnings (`failOnWarnings`) had some; nothing was written. */

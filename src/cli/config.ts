@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ControlPlaneOptions } from '../control-plane-options.js';
 import { DEFAULTS } from '../defaults.js';
-import { isLoopback } from '../host-port.js';
+import { isLoopback } from '../common/index.js';
 import type { TlsFilePaths } from '../identity/index.js';
 import { parseInspectorUrl, parseNodePattern } from '../inspector/index.js';
 import { parseStoreSpec } from '../store/index.js';

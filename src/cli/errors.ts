@@ -1,5 +1,5 @@
 import type { ErrorBody } from '../api/index.js';
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 
 /** The command line is wrong: unknown command or flag, missing argument, bad value. Exit 2. */
 export class UsageError extends ChanceryError {

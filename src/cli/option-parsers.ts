@@ -3,8 +3,7 @@
  * message says what is expected; the config table adds which flag or variable it came from.
  */
 
-import { parseAge } from '../durations.js';
-import { HOST_PORT_RULE, parseHostPort } from '../host-port.js';
+import { HOST_PORT_RULE, parseAge, parseHostPort } from '../common/index.js';
 import { parseStoreSpec, type Retention } from '../store/index.js';
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;

@@ -1,4 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 import type { TextSink } from './cli-io.js';
 import { ApiRejectedError, ApiUnreachableError, UsageError } from './errors.js';
 

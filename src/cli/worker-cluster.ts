@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { aggregateMetrics, type MetricsSource } from '../api/index.js';
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 
 /** The variable a worker's index (1…N) reaches it by; absent in a process started by hand. */
 const WORKER_INDEX = 'CHANCERY_WORKER_INDEX';

@@ -1,4 +1,4 @@
-import { compareText } from '../compare-text.js';
+import { compareText } from '../common/index.js';
 import type { SessionView } from '../machines/index.js';
 import type { SessionRecords } from '../store/index.js';
 

@@ -1,4 +1,5 @@
-import { nodeIdOf, type GenerationInput, type Held, type Dataplane } from '../mesh/index.js';
+import type { Logger } from 'pino';
+import { generate, nodeIdOf, type GenerationInput, type Held, type Dataplane } from '../mesh/index.js';
 import type { SessionScheduler } from '../sessions/index.js';
 
 export interface PregenerationOptions {
@@ -111,4 +112,22 @@ export class Pregeneration {
     this.#options.generate(node);
     this.#options.generated?.();
   }
+}
+
+/**
+ * What an instance pregenerates with: each node's configuration from the projection current when
+ * its turn comes (undefined once the instance stopped: the scheduler still runs what was queued),
+ * the result dropped. A failure is logged, not thrown: the scheduler's work must not throw, and
+ * the node's own session meets the same error and reports it.
+ */
+export function storeGeneration(projection: () => GenerationInput | undefined, logger: Logger): (node: string) => void {
+  return (node) => {
+    const current = projection();
+    if (current === undefined) return;
+    try {
+      generate(node, current);
+    } catch (error) {
+      logger.warn({ err: error, node }, 'generating ahead of the node failed');
+    }
+  };
 }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Observable, Subscription } from 'rxjs';
 import type { SessionView } from '../machines/index.js';
 import type { SessionScheduler } from '../sessions/index.js';
 import type { InstanceRecord, SessionRecordInput, SessionRecords } from '../store/index.js';
@@ -36,6 +37,16 @@ export class SessionRecorder {
 
   constructor(options: SessionRecorderOptions) {
     this.#options = options;
+  }
+
+  /**
+   * Joins the fleet: saves this instance's sessions now, then at every tick of `ticks` (every
+   * `recordInterval`); unsubscribing `saving` stops the saves, and `leave` removes the records.
+   */
+  static async join(options: SessionRecorderOptions, ticks: Observable<unknown>): Promise<{ readonly recorder: SessionRecorder; readonly saving: Subscription }> {
+    const recorder = new SessionRecorder(options);
+    await recorder.flush();
+    return { recorder, saving: ticks.subscribe(() => void recorder.flush()) };
   }
 
   /** The node's session changed (or ended): its record, and its story if that changed, are saved with the next flush. */

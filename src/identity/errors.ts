@@ -1,4 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 
 /** A token's lifetime is not a positive duration within the limit; nothing was issued. */
 export class InvalidTokenLifetimeError extends ChanceryError {

@@ -11,7 +11,7 @@ export { RefusalLog, type RefusalSummary } from './refusal-log.js';
 export { issueServiceAccount, publicServiceAccountKey, type IssuedServiceAccount, type ServiceAccountFile } from './service-accounts.js';
 export { currentSigningKey, publicSigningKey, rotateSigningKey } from './signing-keys.js';
 export { StreamAuthenticator, type StreamAuthenticatorOptions } from './stream-authenticator.js';
-export { TlsFiles, TlsFilesError, type TlsFilePaths, type TlsMaterial } from './tls-files.js';
+export { followTlsFiles, TlsFiles, TlsFilesError, type FollowedTlsFiles, type TlsFilePaths, type TlsMaterial } from './tls-files.js';
 export {
   AUTHORITY_LIFETIME_MS,
   ensureMeshAuthority,

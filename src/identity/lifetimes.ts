@@ -1,4 +1,4 @@
-import { parseAge } from '../durations.js';
+import { parseAge } from '../common/index.js';
 import { InvalidTokenLifetimeError } from './errors.js';
 
 const HOUR = 3_600_000;

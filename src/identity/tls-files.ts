@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import type { Logger } from 'pino';
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 import { namesOfCertificate } from './certificate-authority.js';
 
 /** Where a listener's TLS material is: its certificate and key, and the CA client certificates must chain to. */
@@ -127,4 +127,34 @@ function checked(material: TlsMaterial, paths: TlsFilePaths): TlsMaterial {
 
 function same(a: TlsMaterial, b: TlsMaterial): boolean {
   return a.cert.equals(b.cert) && a.key.equals(b.key) && (a.clientCa === undefined ? b.clientCa === undefined : b.clientCa !== undefined && a.clientCa.equals(b.clientCa));
+}
+
+/** The TLS files of both listeners, each followed for changes; `stop` stops following them all. */
+export interface FollowedTlsFiles {
+  readonly xds?: TlsFiles;
+  readonly api?: TlsFiles;
+  stop(): void;
+}
+
+/**
+ * Reads the TLS files of each listener given, before anything is opened: files that cannot be
+ * served fail the start (`TlsFilesError`) with none left followed.
+ */
+export function followTlsFiles(paths: { readonly xds?: TlsFilePaths; readonly api?: TlsFilePaths }, options: { readonly logger: Logger; readonly reloadInterval: number }): FollowedTlsFiles {
+  const xds = paths.xds && new TlsFiles(paths.xds, options);
+  let api: TlsFiles | undefined;
+  try {
+    api = paths.api && new TlsFiles(paths.api, options);
+  } catch (error) {
+    xds?.stop();
+    throw error;
+  }
+  return {
+    ...(xds && { xds }),
+    ...(api && { api }),
+    stop: () => {
+      xds?.stop();
+      api?.stop();
+    },
+  };
 }

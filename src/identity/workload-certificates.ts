@@ -1,4 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 import type { CertificateAuthority } from '../mesh/index.js';
 import { EC_P256, newEcKeyPair, privateKeyPem, randomSerial, signingKeyOf, x509 } from './x509.js';
 

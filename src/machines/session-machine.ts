@@ -1,5 +1,5 @@
 import { assertEvent, assign, emit, enqueueActions, setup } from 'xstate';
-import { excerpt } from '../excerpt.js';
+import { excerpt } from '../common/index.js';
 import { parseNodeId } from '../mesh/index.js';
 import { openLedger, type Snapshot } from '../xds/index.js';
 import { isBehind, servedSnapshot, streamPhase, type SessionContext, type SessionInput } from './session-context.js';

@@ -1,5 +1,5 @@
 import type { SnapshotFrom } from 'xstate';
-import { isoTime } from '../iso-time.js';
+import { isoTime } from '../common/index.js';
 import { inboundAcceptance, tlsFactsOf } from '../mesh/index.js';
 import { LISTENER, type Ledger, type Snapshot, type StreamAuthentication } from '../xds/index.js';
 import type { SessionMachine } from './session-machine.js';

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { bareHost, formatHostPort, type HostPort } from '../host-port.js';
+import { bareHost, formatHostPort, type HostPort } from '../common/index.js';
 import { nodeIdOf } from './node-id.js';
 import type { Dataplane, Valid } from './resources.js';
 

@@ -1,5 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
-import { excerpt } from '../excerpt.js';
+import { ChanceryError, excerpt } from '../common/index.js';
 
 /** A node id that is not `<mesh>.<name>`: no Dataplane can ever match it. */
 export class InvalidNodeIdError extends ChanceryError {

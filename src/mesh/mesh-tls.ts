@@ -1,4 +1,4 @@
-import { parseAge } from '../durations.js';
+import { parseAge } from '../common/index.js';
 import type { Held, MeshResources } from './generation-input.js';
 import type { CertificateAuthority, Dataplane, Mesh, MtlsMode } from './resources.js';
 

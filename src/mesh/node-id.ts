@@ -1,4 +1,4 @@
-import { excerpt } from '../excerpt.js';
+import { excerpt } from '../common/index.js';
 import { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
 
 export type NodeIdParse =

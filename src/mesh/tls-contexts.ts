@@ -1,4 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 import { anyOf, CLUSTER, encodeResource, lookupType, ResourceSet, SECRET, type EncodedResource } from '../xds/index.js';
 import { ADS_CONFIG_SOURCE } from './envoy-fragments.js';
 import type { Held, MeshResources } from './generation-input.js';

@@ -1,5 +1,4 @@
-import { fieldPath } from '../field-path.js';
-import { textProblem } from '../storable-text.js';
+import { fieldPath, textProblem } from '../common/index.js';
 import {
   BACKEND_REF_KINDS,
   DURATION_RULE,

@@ -1,8 +1,6 @@
 import { isIP } from 'node:net';
-import { fieldPath } from '../field-path.js';
-import { textProblem } from '../storable-text.js';
+import { fieldPath, parseAge, textProblem } from '../common/index.js';
 import { RESOURCE_LIMITS } from './limits.js';
-import { parseAge } from '../durations.js';
 import { PROTOCOL_TAG, PROTOCOLS } from './protocols.js';
 import { isPolicyType } from '../policies/index.js';
 import { readPolicy } from './validate-policy.js';

@@ -1,4 +1,4 @@
-import { fieldPath } from '../field-path.js';
+import { fieldPath } from '../common/index.js';
 import { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';
 import { RESOURCE_LIMITS } from './limits.js';
 

@@ -1,4 +1,4 @@
-import { compareText } from '../compare-text.js';
+import { compareText } from '../common/index.js';
 import { effectiveRoutes, type EffectiveRoute } from './http-route-rules.js';
 import { mergeConfs, type Merged, type PolicyRef } from './merge-confs.js';
 import { comparePrecedence } from './precedence.js';

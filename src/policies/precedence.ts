@@ -1,4 +1,4 @@
-import { compareText } from '../compare-text.js';
+import { compareText } from '../common/index.js';
 import type { ToTargetKind, TopTargetKind } from './policy-resources.js';
 
 /** One `to[]` entry of one policy, as precedence sees it. */

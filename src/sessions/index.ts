@@ -2,6 +2,7 @@ export { combineCallbacks, type SessionCallbacks } from './session-callbacks.js'
 export type { Session } from './live-session.js';
 export { SessionRegistry, type CertificateIssuer, type SessionRegistryOptions } from './session-registry.js';
 export { CertificateKeeper, type CertificateKeeperOptions } from './certificate-keeper.js';
+export { nodeGeneration, type NodeGenerationOptions } from './node-generation.js';
 export { SessionScheduler, type Lane, type SessionSchedulerOptions } from './session-scheduler.js';
 export { SessionViews, type LastSent, type SessionBrief, type SessionPage, type SessionSummary } from './session-views.js';
 export { SessionWatch, type SessionListener } from './session-watch.js';

@@ -20,8 +20,7 @@ import {
   type StreamInfo,
   type TypedRequest,
 } from '../machines/index.js';
-import { compareText } from '../compare-text.js';
-import { sortedIndex } from '../sorted-index.js';
+import { compareText, sortedIndex } from '../common/index.js';
 import { requestKind, type SessionGateway, type StreamSink } from '../xds/index.js';
 import type { SessionCallbacks } from './session-callbacks.js';
 import type { SessionScheduler } from './session-scheduler.js';

@@ -1,6 +1,5 @@
 import { REQUEST_EVENTS, type SessionEvent, type SessionStateId, type TransitionRecord } from '../machines/index.js';
-import { storableText } from '../storable-text.js';
-import { isoTime } from '../iso-time.js';
+import { isoTime, storableText } from '../common/index.js';
 import { TransitionRing } from './transition-ring.js';
 
 /** The most characters of a close reason a story keeps: a status message has at most 1,024. */

@@ -1,4 +1,4 @@
-import { clip } from '../excerpt.js';
+import { clip } from '../common/index.js';
 import { isMeshScoped, type ResourceKey } from '../mesh/index.js';
 
 /**

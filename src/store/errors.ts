@@ -1,4 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 import type { ResourceKey } from '../mesh/index.js';
 import { describeKey } from './describe-key.js';
 import type { ResourceVersion, Seq } from './types.js';

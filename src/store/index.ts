@@ -14,7 +14,7 @@ export {
   VersionConflictError,
 } from './errors.js';
 export { MemoryEventLog, type MemoryEventLogOptions } from './memory-event-log.js';
-export { openEventLog, parseStoreSpec, STORE_SPECS, type OpenEventLogOptions, type StoreSpec } from './open-event-log.js';
+export { describeStoreSpec, openEventLog, parseStoreSpec, STORE_SPECS, type OpenEventLogOptions, type StoreSpec } from './open-event-log.js';
 export { applyEvents, checkpointOf, emptyProjection, projectionOf, storedIn } from './projection.js';
 export {
   createMemoryStore,

@@ -58,6 +58,11 @@ export type StoreSpec =
   | { readonly kind: 'pglite'; readonly dir: string | undefined }
   | { readonly kind: 'postgres'; readonly url: string };
 
+/** A store spec as logs show it: a Postgres URL without its password. */
+export function describeStoreSpec(spec: string): string {
+  return spec.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+}
+
 /** Reads a store spec without opening anything; throws `UnsupportedStoreError` for an unknown one. */
 export function parseStoreSpec(spec: string): StoreSpec {
   if (spec === 'memory') return { kind: 'memory' };

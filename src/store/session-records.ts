@@ -1,4 +1,4 @@
-import { compareText } from '../compare-text.js';
+import { compareText } from '../common/index.js';
 
 /**
  * Which instance serves which node, kept in the store so that every instance can show the

@@ -1,5 +1,5 @@
 import { Subject, type Observable } from 'rxjs';
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 import { isMeshScoped, keyOf, RESOURCE_TYPES, resourceJson, type Resource, type ResourceKey, type ResourceType, type Valid } from '../mesh/index.js';
 import { describeKey } from './describe-key.js';
 import { RevisionCompactedError, StoreRejectedWriteError, StoreUnavailableError } from './errors.js';

@@ -1,4 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 import { isMeshScoped, keyOf, type ResourceKey } from '../mesh/index.js';
 import { MeshNotFoundError, NotFoundError, RevisionMovedError, VersionConflictError } from './errors.js';
 import { asResourceVersion, asSeq, type AppendOptions, type ResourceVersion, type Seq, type Write } from './types.js';

@@ -1,4 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 import { lookupType } from './protos.js';
 
 /**

@@ -1,4 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 import { contentHash } from './content-hash.js';
 import { InternTable } from './intern-table.js';
 import { lookupType } from './protos.js';

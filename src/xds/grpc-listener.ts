@@ -1,6 +1,6 @@
 import type { Server, ServerCredentials } from '@grpc/grpc-js';
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
-import { bareHost, formatHostPort, HOST_PORT_RULE, parseHostPort } from '../host-port.js';
+import { bareHost, formatHostPort, HOST_PORT_RULE, parseHostPort } from '../common/index.js';
 
 /**
  * The accept queue a listener asks the kernel for. grpc-js's own `bindAsync` listens with Node's

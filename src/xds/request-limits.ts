@@ -1,5 +1,4 @@
-import { excerpt } from '../excerpt.js';
-import { textProblem } from '../storable-text.js';
+import { excerpt, textProblem } from '../common/index.js';
 import type { EndStatus } from './stream-writer.js';
 import { structDepth } from './struct-depth.js';
 import type { Protocol, StreamRequest } from './stream/index.js';

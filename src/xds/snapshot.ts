@@ -1,4 +1,4 @@
-import { ChanceryError } from '../chancery-error.js';
+import { ChanceryError } from '../common/index.js';
 import { contentHash } from './content-hash.js';
 import type { EncodedResource } from './encode.js';
 import { ResourceSet } from './resource-set.js';

@@ -1,4 +1,4 @@
-import { clip } from '../excerpt.js';
+import { clip } from '../common/index.js';
 import { expiredRefusal, type Admission, type Refusal, type StreamAdmission, type StreamAuthentication } from './stream-admission.js';
 import type { EndStatus } from './stream-writer.js';
 import type { Protocol, TypedRequest } from './stream/index.js';

@@ -1,5 +1,5 @@
 import { status as grpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
-import { clip } from '../excerpt.js';
+import { clip } from '../common/index.js';
 import type { ResponseEncoder } from './response-encoder.js';
 import type { XdsResponse } from './stream/index.js';
 

@@ -1,6 +1,5 @@
 import protobuf from 'protobufjs';
-import { clip } from '../excerpt.js';
-import { storableText } from '../storable-text.js';
+import { clip, storableText } from '../common/index.js';
 import { lookupType } from './protos.js';
 import { RepeatedText } from './repeated-text.js';
 import type { DeltaRequest, RequestBase, StreamRequest, XdsRequest } from './stream/index.js';

@@ -9,7 +9,7 @@ import {
 } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { answerClientStatus, UnsupportedNodeMatcherError, type ClientStatusSource } from './client-status.js';
-import { excerpt } from '../excerpt.js';
+import { excerpt } from '../common/index.js';
 import { ConnectionStreams } from './connection-streams.js';
 import { listenForGrpc, type GrpcListener } from './grpc-listener.js';
 import { ADS_SERVICE, CSDS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from './grpc-services.js';

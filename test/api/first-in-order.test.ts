@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { firstInOrder } from '../../src/api/first-in-order.js';
-import { compareText } from '../../src/compare-text.js';
+import { compareText } from '../../src/common/index.js';
 
 /** A deterministic pseudo-random sequence (xorshift), so a failure can be replayed. */
 function random(seed: number): () => number {

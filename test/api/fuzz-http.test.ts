@@ -192,7 +192,7 @@ const MOSTLY_VALID: fc.Arbitrary<Fuzzed> = fc
   // A hostile character may make a name or service one the fuzz must leave alone ('web-1').
   .filter(({ field, value }) => field !== 'label' || !KNOWN_LABELS.has(String(value)));
 
-/** Text every store keeps: well-formed UTF-16 without control characters (issue 11), checked apart from src/storable-text.ts. */
+/** Text every store keeps: well-formed UTF-16 without control characters (issue 11), checked apart from src/common/storable-text.ts. */
 const storable = (text: string) => Buffer.from(text, 'utf8').toString('utf8') === text && !/\p{Cc}/u.test(text);
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ChanceryError } from '../../src/chancery-error.js';
+import { ChanceryError } from '../../src/common/index.js';
 import { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from '../../src/mesh/errors.js';
 
 describe('mesh errors', () => {

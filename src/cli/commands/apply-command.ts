@@ -1,5 +1,5 @@
 import type { ApplyAnswer } from '../../api/index.js';
-import { APPLY_LIMITS } from '../../apply-limits.js';
+import { APPLY_LIMITS } from '../../common/index.js';
 import { describeKey } from '../../store/index.js';
 import { previewApply } from '../apply-change.js';
 import { ApplyProgress } from '../apply-progress.js';

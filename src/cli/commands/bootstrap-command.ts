@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { HOST_PORT_RULE, parseHostPort } from '../../host-port.js';
+import { HOST_PORT_RULE, parseHostPort } from '../../common/index.js';
 import { parseNodeId } from '../../mesh/index.js';
 import type { ApiClient } from '../api-client.js';
 import { CLIENT_FLAGS, CLIENT_HELP, clientFrom } from '../client-options.js';

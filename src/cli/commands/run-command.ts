@@ -1,6 +1,6 @@
 import { atMost, type Command, parseCommandLine } from '../command.js';
 import { controlPlaneOptionsOf, describeOptions, flagsOf, resolveOptions, RUN_OPTIONS } from '../config.js';
-import { ChanceryError } from '../../chancery-error.js';
+import { ChanceryError } from '../../common/index.js';
 import { StartFailedError } from '../errors.js';
 import { EXIT } from '../report-error.js';
 import { runLogger } from '../run-logger.js';

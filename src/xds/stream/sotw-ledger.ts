@@ -1,4 +1,4 @@
-import { isoTime } from '../../iso-time.js';
+import { isoTime } from '../../common/index.js';
 import { assertSealed, type Snapshot } from '../snapshot.js';
 import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from '../type-urls.js';
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';

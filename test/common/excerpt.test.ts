@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clip, excerpt } from '../src/excerpt.js';
-import { storableText, textProblem } from '../src/storable-text.js';
+import { clip, excerpt, storableText, textProblem } from '../../src/common/index.js';
 
 describe('excerpt: a user value as an error message quotes it (issue 11)', () => {
   it('quotes a short string whole, escaping what JSON escapes', () => {

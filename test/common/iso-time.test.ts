@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isoTime } from '../src/iso-time.js';
+import { isoTime } from '../../src/common/index.js';
 
 const iso = (at: number) => new Date(at).toISOString();
 
