@@ -5,22 +5,11 @@ import { rotateMeshAuthority } from '../../src/identity/index.js';
 import { generate, validate } from '../../src/mesh/index.js';
 import { CertificateKeeper, SessionRegistry, SessionScheduler, SessionViews } from '../../src/sessions/index.js';
 import { createMemoryStore, type ResourceStore } from '../../src/store/index.js';
-import type { EndStatus, StreamSink, TypeUrl, XdsResponse } from '../../src/xds/index.js';
+import type { TypeUrl, XdsResponse } from '../../src/xds/index.js';
 import { CLUSTER, LISTENER, SECRET } from '../../src/xds/type-urls.js';
 import { envoyDataplane } from '../xds/fixtures.js';
+import { RecordingSink } from '../support/recording-sink.js';
 
-/** A stream writer that keeps what it is told. */
-class RecordingSink implements StreamSink {
-  readonly sent: XdsResponse[] = [];
-  ended: EndStatus | undefined;
-  send(response: XdsResponse): number {
-    this.sent.push(response);
-    return 1;
-  }
-  end(status: EndStatus): void {
-    this.ended = status;
-  }
-}
 
 const NODE = 'default.web-1';
 const TTL = 30_000;

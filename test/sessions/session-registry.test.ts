@@ -5,22 +5,10 @@ import { generate, validate } from '../../src/mesh/index.js';
 import { SESSION_STATES, type TransitionRecord } from '../../src/machines/index.js';
 import { SessionRegistry, SessionScheduler, SessionViews, type SessionCallbacks } from '../../src/sessions/index.js';
 import { createMemoryStore } from '../../src/store/index.js';
-import type { EndStatus, StreamSink, XdsResponse } from '../../src/xds/index.js';
 import { CLUSTER, LISTENER } from '../../src/xds/type-urls.js';
 import { BACKEND } from '../xds/fixtures.js';
+import { RecordingSink } from '../support/recording-sink.js';
 
-/** A stream writer that keeps what it is told. */
-class RecordingSink implements StreamSink {
-  readonly sent: XdsResponse[] = [];
-  ended: EndStatus | undefined;
-  send(response: XdsResponse): number {
-    this.sent.push(response);
-    return 1;
-  }
-  end(status: EndStatus): void {
-    this.ended = status;
-  }
-}
 
 async function registry(scheduler = new SessionScheduler(), callbacks?: SessionCallbacks) {
   const store = createMemoryStore({ instance: 'registry' });

@@ -1,6 +1,6 @@
 import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { EchoReply } from './echo-backend.js';
+import { listenOnLoopback } from './ports.js';
 
 /** A real HTTP server on 127.0.0.1 answering every request with its own name: the app behind an Envoy inbound. */
 export interface HttpBackend {
@@ -18,10 +18,7 @@ export async function startHttpBackend(name: string): Promise<HttpBackend> {
     served += 1;
     response.writeHead(200, { 'content-type': 'text/plain', connection: 'close' }).end(name);
   });
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
-  });
+  const port = await listenOnLoopback(server);
   return {
     name,
     port,

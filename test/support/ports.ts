@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 
 /**
  * A port on 127.0.0.1 that nothing listens on now: bound by the OS, then released. For what
@@ -13,5 +13,13 @@ export function freePort(): Promise<number> {
       const { port } = server.address() as AddressInfo;
       server.close(() => resolve(port));
     });
+  });
+}
+
+/** Binds `server` (a net, HTTP or TCP server) to a port of the OS's choosing on 127.0.0.1, and resolves with it. */
+export function listenOnLoopback(server: Pick<Server, 'once' | 'listen' | 'address'>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
   });
 }

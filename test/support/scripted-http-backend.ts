@@ -1,5 +1,5 @@
 import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './ports.js';
 
 /**
  * How a scripted backend answers: `ok` at once; `slow` after `delayMs`; `flaky` with 503 on
@@ -44,10 +44,7 @@ export async function startScriptedBackend(name: string): Promise<ScriptedBacken
       }
     }
   });
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
-  });
+  const port = await listenOnLoopback(server);
   return {
     name,
     port,

@@ -1,4 +1,5 @@
-import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
+import { createServer, connect, type Socket } from 'node:net';
+import { listenOnLoopback } from './ports.js';
 
 /**
  * A real TCP proxy on 127.0.0.1 in front of one or more targets, chosen round robin per
@@ -78,10 +79,7 @@ export async function startTcpProxy(targets: readonly string[]): Promise<TcpProx
     upstream.pipe(client);
   });
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
-  });
+  const port = await listenOnLoopback(server);
 
   const destroyAll = () => {
     for (const socket of [...sockets]) socket.destroy();
