@@ -56,7 +56,7 @@ export function clustersOf(
   const whole: string[] = [];
   const subsetRefs: ClusterRef[] = [];
   for (const ref of refs) {
-    clusters.push(clusterResource(ref.name, clusterPlanOf(services, client, selection.outbound(ref.service))));
+    clusters.push(clusterResource(ref.name, clusterPlanOf(services, client, selection.outbound(ref.service)).fields));
     if (ref.tags === undefined) whole.push(ref.service);
     else {
       subsetRefs.push(ref);

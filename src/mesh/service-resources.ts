@@ -1,12 +1,12 @@
-import { anyOf, CLUSTER, encodeResource, ENDPOINT, LISTENER, ROUTE, type EncodedResource } from '../xds/index.js';
+import { anyOf, encodeResource, ENDPOINT, LISTENER, ROUTE, type EncodedResource } from '../xds/index.js';
 import {
   ADS_CONFIG_SOURCE,
-  CONNECT_TIMEOUT,
   HTTP_CONNECTION_MANAGER,
   ROUTER,
   socketAddress,
   statPrefix,
 } from './envoy-fragments.js';
+import { clusterResource, DEFAULT_CLUSTER_FIELDS } from './cluster-resources.js';
 import { serviceResourceName } from './names.js';
 
 /** Where a service is served: one inbound of one dataplane. */
@@ -75,26 +75,11 @@ export function loadAssignment(mesh: string, name: string, endpoints: readonly E
 }
 
 /**
- * The EDS cluster of a service. Envoy outbounds use it too, whether or not the service
- * exists yet; encoding interns it, so both uses are one object. An Envoy outbound with mTLS
- * gives it the transport socket (tls-contexts.ts) and the Secrets that names.
+ * The EDS cluster of a service, as a client gets it with no policy. Envoy outbounds use it too,
+ * whether or not the service exists yet; encoding interns it, so both uses are one object.
  */
-export function edsCluster(service: string, transportSocket?: object, secrets?: readonly string[]): EncodedResource {
-  const name = serviceResourceName(service);
-  return encodeResource(
-    CLUSTER,
-    name,
-    {
-      name,
-      type: 'EDS',
-      eds_cluster_config: { service_name: name, eds_config: ADS_CONFIG_SOURCE },
-      lb_policy: 'ROUND_ROBIN',
-      connect_timeout: CONNECT_TIMEOUT,
-      ...(transportSocket !== undefined && { transport_socket: transportSocket }),
-    },
-    [name],
-    secrets,
-  );
+export function edsCluster(service: string): EncodedResource {
+  return clusterResource(serviceResourceName(service), DEFAULT_CLUSTER_FIELDS);
 }
 
 /**
