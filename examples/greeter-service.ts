@@ -5,6 +5,12 @@ const json = {
   deserialize: (bytes: Buffer) => JSON.parse(bytes.toString()) as unknown,
 };
 
+/** A greeter's answer: who served it, and over mTLS the URI SAN of the client's certificate. */
+export interface Hello {
+  readonly servedBy: string;
+  readonly client?: string;
+}
+
 /** One unary method with JSON messages, so the demo needs no .proto file. */
 export const greeterService: ServiceDefinition = {
   Hello: {

@@ -22,8 +22,8 @@ function resourcesOf(typeUrl: string, report: TypeReport, openedAt: number): Cli
   const unsent = [...report.subscription.names].filter((name) => !sentNames.has(name)).sort();
   const asked = unsent.map((name): ClientResource => ({ typeUrl, name, version: '', updatedAt: openedAt, configStatus: 'NOT_SENT', clientStatus: 'REQUESTED' }));
   if (sent === undefined) return asked;
-  // A reconnecting client said it holds this version, so it was not sent again: it is as good as ACKed.
-  const synced = sent.nonce === '' || acked?.nonce === sent.nonce;
+  // A reconnecting SotW client that holds the version was not sent it again; its ledger records it as ACKed.
+  const synced = acked?.nonce === sent.nonce;
   const refused = nacked !== undefined && nacked.nonce === sent.nonce;
   const configStatus = refused ? 'ERROR' : synced ? 'SYNCED' : 'STALE';
   const clientStatus = refused ? 'NACKED' : synced ? 'ACKED' : 'REQUESTED';

@@ -96,7 +96,9 @@ export class SotwLedger implements Ledger {
       // An empty version_info holds nothing, even when what is owed is an empty set.
       const held = type.heldVersion !== '' && type.heldVersion === version;
       if (!type.sent && subscription.wildcard && subscription.names.size === 0 && held) {
-        return { ledger: this.#with(typeUrl, { ...type, sent: { version, nonce: '', resources, at: now } }) };
+        // SotW's version_info is the last version the client accepted: it is recorded as ACKed,
+        // or rollouts, inspection and the node's mTLS status would wait for an ACK never owed.
+        return { ledger: this.#with(typeUrl, { ...type, sent: { version, nonce: '', resources, at: now }, acked: { version, nonce: '', at: now } }) };
       }
     }
     const nonce = String(this.#nonce + 1);

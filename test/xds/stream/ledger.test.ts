@@ -268,6 +268,8 @@ describe('the SotW ledger, by its own rules', () => {
     expect(stream.ledger.holdsConfiguration()).toBe(true);
     expect(stream.respond(CLUSTER, A)).toBeUndefined();
     expect(stream.ledger.report(CLUSTER)?.sent?.version).toBe(held);
+    // It holds what it would be sent: ACKed, so nothing waits for an ACK that is never owed.
+    expect(stream.ledger.report(CLUSTER)?.acked).toMatchObject({ version: held, nonce: stream.ledger.report(CLUSTER)?.sent?.nonce });
   });
 
   it('sends nothing for a named LDS or CDS resource that does not exist yet, rather than an empty full-state response', () => {
