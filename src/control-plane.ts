@@ -394,7 +394,7 @@ class ChanceryControlPlane implements ControlPlane {
 
   /** The fleet's sessions as previews, warnings and rollouts read them (issue 31). */
   #fleetSessions(): FleetSessions {
-    return { local: (node) => this.#views.brief(node), saved: () => this.#saved.read() };
+    return { local: (node) => this.#views.brief(node), saved: () => this.#saved.read(), certificate: (node) => this.#certificates.current(node) };
   }
 
   /** Work of the API's over many nodes (a preview's generation), in slices behind the sessions' own. */

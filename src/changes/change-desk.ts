@@ -1,3 +1,4 @@
+import type { NodeCertificate } from '../mesh/index.js';
 import { RevisionMovedError, type ResourceStore, type Seq, type Write, type Written } from '../store/index.js';
 import { WarningsRefusedError } from './errors.js';
 import { ImpactCollector } from './impact.js';
@@ -16,6 +17,8 @@ export interface FleetSessions {
   local(node: string): SessionProgress | undefined;
   /** The other live instances' sessions, as they last saved them. */
   saved(): Promise<readonly SessionProgress[]>;
+  /** The certificate this instance holds for `node` in a mesh with mTLS; none for a node it does not serve. */
+  certificate?(node: string): NodeCertificate | undefined;
 }
 
 /**
@@ -38,7 +41,7 @@ export interface ChangeDeskOptions {
 
 /** The fleet's facts now: the others' sessions as saved, and this instance's as asked about. */
 export async function fleetFacts(sessions: FleetSessions): Promise<FleetFacts> {
-  return fleetFactsOf(await sessions.saved(), (node) => sessions.local(node));
+  return fleetFactsOf(await sessions.saved(), (node) => sessions.local(node), (node) => sessions.certificate?.(node));
 }
 
 /** How a write is made. */

@@ -1,7 +1,8 @@
-import { generate, nodeIdOf, type GenerationInput, type MeshResources } from '../mesh/index.js';
+import { generate, nodeIdOf, type GenerationInput, type MeshResources, type NodeCertificate } from '../mesh/index.js';
 import type { EncodedResource } from '../xds/index.js';
 import { heldResources, type Held } from './held-resources.js';
 import type { FleetFacts } from './node-facts.js';
+import { previewIdentity } from './preview-identity.js';
 import { NOTHING_HELD, typeImpacts, type TypeImpacts } from './node-impact.js';
 
 /** What a change does to one node. */
@@ -105,8 +106,9 @@ function nodeImpact(
   const known = facts.node(node);
   const connectedTo = known?.connectedTo ?? [];
   if (!has) return { node, dataplane: 'deleted', connectedTo, types: {} };
-  const was: Generated = had ? generated(node, before, known?.subscriptions) : { held: NOTHING_HELD };
-  const is = generated(node, after, known?.subscriptions);
+  const certificate = facts.certificate(node);
+  const was: Generated = had ? generated(node, before, known?.subscriptions, certificate) : { held: NOTHING_HELD };
+  const is = generated(node, after, known?.subscriptions, certificate);
   const dataplane = had ? 'kept' : 'created';
   if ('error' in is) {
     // A node whose generation already failed the same way is left as it was.
@@ -118,8 +120,8 @@ function nodeImpact(
   return { node, dataplane, connectedTo, types };
 }
 
-function generated(node: string, input: GenerationInput, subscriptions: Parameters<typeof heldResources>[1]): Generated {
-  const result = generate(node, input);
+function generated(node: string, input: GenerationInput, subscriptions: Parameters<typeof heldResources>[1], certificate: NodeCertificate | undefined): Generated {
+  const result = generate(node, input, previewIdentity(node, input, certificate));
   if (!result.ok) return { error: { code: result.error.code, message: result.error.message } };
   return { held: heldResources(result.snapshot, subscriptions) };
 }

@@ -1,3 +1,4 @@
+import type { NodeCertificate } from '../mesh/index.js';
 import type { TypeStatus } from '../machines/index.js';
 
 /** What a node's stream subscribed to of one type. */
@@ -17,6 +18,8 @@ export interface NodeFacts {
 /** What previews and warnings read of the fleet's sessions, by node id. */
 export interface FleetFacts {
   node(node: string): NodeFacts | undefined;
+  /** The certificate this instance holds for `node` (mesh mTLS), which a preview generates it with. */
+  certificate(node: string): NodeCertificate | undefined;
 }
 
 /** A session as any instance shows it: its own live view, or another instance's saved record. */
@@ -36,7 +39,11 @@ const CONNECTED: ReadonlySet<string> = new Set(['awaiting-snapshot', 'serving'])
  * touches a few). A node seen on several instances (a stream not yet noticed dead) is connected
  * to each that holds a stream; its subscriptions are those of a connected session, else of any.
  */
-export function fleetFactsOf(saved: Iterable<SessionFacts>, local: (node: string) => SessionFacts | undefined = () => undefined): FleetFacts {
+export function fleetFactsOf(
+  saved: Iterable<SessionFacts>,
+  local: (node: string) => SessionFacts | undefined = () => undefined,
+  certificate: (node: string) => NodeCertificate | undefined = () => undefined,
+): FleetFacts {
   const savedByNode = new Map<string, SessionFacts[]>();
   for (const session of saved) {
     const list = savedByNode.get(session.node);
@@ -45,6 +52,7 @@ export function fleetFactsOf(saved: Iterable<SessionFacts>, local: (node: string
   }
   const known = new Map<string, NodeFacts | undefined>();
   return {
+    certificate,
     node(node) {
       if (known.has(node)) return known.get(node);
       const own = local(node);
@@ -75,4 +83,4 @@ function factsOf(sessions: readonly SessionFacts[]): NodeFacts | undefined {
 }
 
 /** A fleet with no sessions: what a change looks like to nodes not connected anywhere. */
-export const NO_FACTS: FleetFacts = { node: () => undefined };
+export const NO_FACTS: FleetFacts = { node: () => undefined, certificate: () => undefined };
