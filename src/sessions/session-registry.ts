@@ -33,6 +33,9 @@ type Clock = NonNullable<ActorOptions<SessionMachine>['clock']>;
 /** What the scheduler does with a batch of one closure. */
 const run = (work: () => void) => work();
 
+/** The issuer's code for a mesh whose CA is not there (yet): `MtlsUnavailableError` (src/identity). */
+const MTLS_UNAVAILABLE = 'CHANCERY_IDENTITY_MTLS_UNAVAILABLE';
+
 /** ms between the slices of a drain. */
 const DRAIN_STEP = 100;
 
@@ -399,7 +402,9 @@ export class SessionRegistry implements SessionGateway {
         const wait = current.retry;
         current.retry = Math.min(wait * 2, CERTIFICATE_RETRY.most);
         const reason = error instanceof Error ? error.message : String(error);
-        this.#log.warn({ node, err: error, retryIn: wait }, 'issuing a certificate failed; the node keeps what it holds');
+        // The mesh's CA still being created (every node of a mesh just switched to mTLS meets it) is expected, and brief.
+        if ((error as { code?: unknown }).code === MTLS_UNAVAILABLE) this.#log.debug({ node, reason, retryIn: wait }, 'no certificate to issue yet; the node keeps what it holds');
+        else this.#log.warn({ node, err: error, retryIn: wait }, 'issuing a certificate failed; the node keeps what it holds');
         done({ type: 'certificate.failed', at: this.#options.now(), reason }, wait);
       },
     );
