@@ -201,7 +201,7 @@ class ChanceryControlPlane implements ControlPlane {
     const tlsStatus = new TlsStatusWriter({
       session: (node) => this.#registry.session(node),
       stored: (mesh, name) => (this.store.get({ type: 'DataplaneTls', mesh, name }) as Stored<DataplaneTls> | undefined)?.resource,
-      write: (status: Valid<DataplaneTls>) => this.store.put(status, { caller: 'chancery' }),
+      write: (statuses: readonly Valid<DataplaneTls>[]) => this.store.write(statuses.map((resource) => ({ kind: 'upserted', resource })), { caller: 'chancery' }),
       logger: this.#logger,
     });
     const acks: SessionCallbacks = {
