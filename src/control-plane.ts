@@ -164,6 +164,7 @@ class ChanceryControlPlane implements ControlPlane {
   #certificates!: CertificateKeeper;
   readonly #admission: StreamAuthenticator;
   readonly #saved: SavedSessions;
+  readonly #tlsStatus: TlsStatusWriter;
   #xdsTls: FollowedTlsFiles['xds'];
   #inspector: SessionInspector | undefined;
   #running: Running | undefined;
@@ -198,12 +199,12 @@ class ChanceryControlPlane implements ControlPlane {
     // Mesh mTLS (docs/mtls.md): certificates issued here, and what each node ACKed of them written for the generator.
     const certificates = new CertificateKeeper({ projection: () => this.store.projection, now, onIssued: (renewal) => metrics.certificateIssued(renewal) });
     this.#certificates = certificates;
-    const tlsStatus = new TlsStatusWriter({
+    const tlsStatus = (this.#tlsStatus = new TlsStatusWriter({
       session: (node) => this.#registry.session(node),
       stored: (mesh, name) => (this.store.get({ type: 'DataplaneTls', mesh, name }) as Stored<DataplaneTls> | undefined)?.resource,
       write: (statuses: readonly Valid<DataplaneTls>[]) => this.store.write(statuses.map((resource) => ({ kind: 'upserted', resource })), { caller: 'chancery' }),
       logger: this.#logger,
-    });
+    }));
     const acks: SessionCallbacks = {
       onRequest: (node, kind) => {
         if (kind === 'ack') tlsStatus.acked(node);
@@ -417,6 +418,7 @@ class ChanceryControlPlane implements ControlPlane {
   }
 
   async stop(): Promise<void> {
+    this.#tlsStatus.stop();
     this.#registry.shutdown('control plane shutting down; reconnect to another instance');
     await this.#xds.close();
     // After the shutdown, so the inspector shows the sessions' last steps.

@@ -27,6 +27,9 @@ export class TlsStatusWriter {
   readonly #options: TlsStatusWriterOptions;
   readonly #pending = new Map<string, Valid<DataplaneTls>>();
   #writing = false;
+  /** The round gathering now: its timer, and how to end the wait at once. */
+  #gathering: { readonly timer: NodeJS.Timeout; readonly end: () => void } | undefined;
+  #stopped = false;
 
   constructor(options: TlsStatusWriterOptions) {
     this.#options = options;
@@ -40,7 +43,17 @@ export class TlsStatusWriter {
     queueMicrotask(() => this.#check(node));
   }
 
+  /** Writes nothing more: what is pending is dropped (each node writes its status again at its next ACK, here or elsewhere). */
+  stop(): void {
+    this.#stopped = true;
+    this.#pending.clear();
+    if (this.#gathering === undefined) return;
+    clearTimeout(this.#gathering.timer);
+    this.#gathering.end();
+  }
+
   #check(node: string): void {
+    if (this.#stopped) return;
     const { phase } = this.#options.session(node)?.actor.getSnapshot().context ?? {};
     if (phase?.state !== 'serving') return;
     const facts = tlsFactsOf(phase.snapshot);
@@ -67,7 +80,9 @@ export class TlsStatusWriter {
     this.#writing = true;
     try {
       while (this.#pending.size > 0) {
-        await new Promise((resolve) => setTimeout(resolve, this.#options.pace ?? PACE).unref());
+        await new Promise<void>((end) => (this.#gathering = { timer: setTimeout(end, this.#options.pace ?? PACE), end }));
+        this.#gathering = undefined;
+        if (this.#stopped) return;
         const round: Valid<DataplaneTls>[] = [];
         for (const [node, status] of this.#pending) {
           this.#pending.delete(node);
