@@ -24,10 +24,18 @@ envoyBinary();
 
 const TYPES = { LDS: 'listeners', CDS: 'clusters', EDS: 'endpoints' } as const;
 
-/** A resource a write of the table makes: a Dataplane, or a traffic policy. */
-type Written = DataplaneSpec | { readonly type: 'MeshTimeout'; readonly mesh: string; readonly name: string; readonly spec: object };
+/** A resource a write of the table makes: a Dataplane, a traffic policy, or the Mesh itself (its mTLS). */
+type Written =
+  | DataplaneSpec
+  | { readonly type: 'MeshTimeout'; readonly mesh: string; readonly name: string; readonly spec: object }
+  | { readonly type: 'Mesh'; readonly name: string; readonly dataplaneAuth: 'none'; readonly mtls: { readonly mode: string; readonly certificateTTL: string } };
 
-const COLLECTIONS = { Dataplane: 'dataplanes', MeshTimeout: 'meshtimeouts' } as const;
+/** Where a resource of the table is written: a Mesh at its own path, the rest under the mesh. */
+const pathOf = (resource: Written) =>
+  resource.type === 'Mesh' ? `/meshes/${resource.name}` : `/meshes/default/${{ Dataplane: 'dataplanes', MeshTimeout: 'meshtimeouts' }[resource.type]}/${resource.name}`;
+
+/** The default mesh with mTLS in `mode`: certificates of an hour, so none renews while a row is checked. */
+const mtls = (mode: 'permissive' | 'strict'): Written => ({ type: 'Mesh', name: 'default', dataplaneAuth: 'none', mtls: { mode, certificateTTL: '1h' } });
 
 /** A MeshTimeout giving calls to echo a connect timeout of `seconds`: every caller's echo cluster changes. */
 const timeout = (seconds: number): Written => ({
@@ -94,7 +102,7 @@ describe.each(XDS_MODES)('changing a fleet safely, with a real Envoy over %s', {
   }
 
   async function preview(method: 'PUT' | 'DELETE', resource: Written): Promise<PreviewAnswer> {
-    const response = await fetch(`http://${harness.api}/meshes/default/${COLLECTIONS[resource.type]}/${resource.name}?dryRun=true`, {
+    const response = await fetch(`http://${harness.api}${pathOf(resource)}?dryRun=true`, {
       method,
       ...(method === 'PUT' && { headers: { 'content-type': 'application/json' }, body: JSON.stringify(resource) }),
     });
@@ -131,6 +139,17 @@ describe.each(XDS_MODES)('changing a fleet safely, with a real Envoy over %s', {
       }
     }
   }
+
+  it('previews mesh mTLS switched on, permissive then strict, as the Envoy then holds it', async () => {
+    for (const dataplane of [await app('echo-1'), await app('echo-2')]) await mesh.put(dataplane);
+    const client = await mesh.addClient('web-1');
+    await reaches(client, ['echo-1', 'echo-2']);
+    // Permissive: web-1's inbound takes TLS and plaintext; its echo cluster stays plaintext, as the
+    // echo apps have no sidecar to take TLS. Strict: the cluster presents web-1's certificate. The
+    // preview is made with the certificate web-1's session holds, and carries it as it is.
+    await predictsTheWrite(client, 'PUT', mtls('permissive'));
+    await predictsTheWrite(client, 'PUT', mtls('strict'));
+  });
 
   it('previews each write as the Envoy then holds it, reverts under traffic with no failed request, and reports a refused write', async () => {
     const echo1 = await app('echo-1');
