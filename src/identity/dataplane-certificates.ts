@@ -6,6 +6,7 @@ import {
   signingAuthority,
   spiffeIdsOf,
   trustBundleOf,
+  unreportedInbound,
   type DataplaneTls,
   type MeshResources,
   type Valid,
@@ -43,13 +44,14 @@ export async function signDataplaneCertificate(state: MeshResources, name: strin
 /**
  * Records in the node's DataplaneTls status the CA of the certificate its agent now holds and
  * the CAs of the bundle it was given, keeping what its inbound accepts (its xDS session writes
- * that): a gRPC client's files are where it verifies peers, so a rotated-in CA signs only once
- * agents have the bundle holding it, and a CA is not removed while an agent holds what it signed.
+ * that; until it has, what `unreportedInbound` says): a gRPC client's files are where it verifies
+ * peers, so a rotated-in CA signs only once agents have the bundle holding it, and a CA is not
+ * removed while an agent holds what it signed.
  */
 export async function recordAgentCertificate(store: CredentialStore, state: MeshResources, name: string, signed: SignedDataplaneCertificate): Promise<void> {
   const mesh = state.mesh.resource.name;
   const stored = state.tls.get(name)?.resource;
-  const held = { issuer: signed.issuer, trusts: [...state.authorities.keys()].sort(), inbound: stored?.inbound ?? 'plaintext' } as const;
+  const held = { issuer: signed.issuer, trusts: [...state.authorities.keys()].sort(), inbound: stored?.inbound ?? unreportedInbound(mtlsModeOf(state.mesh.resource)) } as const;
   if (sameTlsFacts(stored, held)) return;
   const status: DataplaneTls = { type: 'DataplaneTls', mesh, name, ...held };
   await store.put(Object.freeze(status) as Valid<DataplaneTls>, { caller: 'chancery' });

@@ -13,6 +13,7 @@ export {
   spiffeIdsOf,
   spiffeTrustDomain,
   trustBundleOf,
+  unreportedInbound,
 } from './mesh-tls.js';
 export { RESOURCE_LIMITS } from './limits.js';
 export { DNS_LABEL_RULE, isDnsLabel } from './dns-label.js';

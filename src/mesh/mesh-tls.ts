@@ -1,6 +1,6 @@
 import { parseAge } from '../common/index.js';
 import type { Held, MeshResources } from './generation-input.js';
-import type { CertificateAuthority, Dataplane, Mesh, MtlsMode } from './resources.js';
+import type { CertificateAuthority, Dataplane, DataplaneTls, Mesh, MtlsMode } from './resources.js';
 
 /**
  * What a mesh's mTLS settings and CAs say, as pure functions of a mesh state (DESIGN §6 "Mesh
@@ -11,6 +11,17 @@ import type { CertificateAuthority, Dataplane, Mesh, MtlsMode } from './resource
 /** A mesh's mTLS mode: `disabled` when it says nothing. */
 export function mtlsModeOf(mesh: Mesh): MtlsMode {
   return mesh.mtls?.mode ?? 'disabled';
+}
+
+/**
+ * What the inbound of a dataplane that has not reported yet is taken to accept: in a strict mesh,
+ * strict (its first configuration is strict, so it never serves plaintext, and serves nothing
+ * until it holds that); otherwise plaintext. The generator reads a missing status so, and an
+ * agent's first certificate records it so, or clients would turn to plaintext towards a new
+ * strict server until its session reported.
+ */
+export function unreportedInbound(mode: MtlsMode): DataplaneTls['inbound'] {
+  return mode === 'strict' ? 'strict' : 'plaintext';
 }
 
 /** How long the mesh's workload certificates live, in ms (validation bounds it to 30 s .. 90 d). */

@@ -2,7 +2,7 @@ import { ChanceryError } from '../common/index.js';
 import { anyOf, CLUSTER, encodeResource, lookupType, ResourceSet, SECRET, type EncodedResource } from '../xds/index.js';
 import { ADS_CONFIG_SOURCE } from './envoy-fragments.js';
 import type { Held, MeshResources } from './generation-input.js';
-import { mtlsModeOf, serviceSpiffeId, spiffeIdsOf, trustBundleOf } from './mesh-tls.js';
+import { mtlsModeOf, serviceSpiffeId, spiffeIdsOf, trustBundleOf, unreportedInbound } from './mesh-tls.js';
 import { IDENTITY_SECRET, trustSecretName } from './names.js';
 import type { Dataplane, DataplaneTls, MtlsMode } from './resources.js';
 
@@ -60,11 +60,9 @@ export function meshTls(state: MeshResources): MeshTls {
   return view;
 }
 
-// Endpoints whose ACKed inbound accepts TLS; in strict, one that never reported is new: its first
-// configuration is strict, so it never serves plaintext (and is not serving yet, when it has no status).
+// Endpoints whose ACKed inbound accepts TLS; one that never reported, as `unreportedInbound` says.
 function accepts(mode: MtlsMode, status: Held<DataplaneTls> | undefined): boolean {
-  if (status === undefined) return mode === 'strict';
-  return status.resource.inbound !== 'plaintext';
+  return (status?.resource.inbound ?? unreportedInbound(mode)) !== 'plaintext';
 }
 
 function buildMeshTls(state: MeshResources): MeshTls {

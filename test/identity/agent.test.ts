@@ -45,10 +45,14 @@ describe('chancery agent', () => {
     const key = read('key.pem');
     expect(certificate.subjectAltName).toBe('URI:spiffe://secure/api');
     expect(certificate.checkPrivateKey(createPrivateKey(key))).toBe(true);
-    const ca = harness.cp.list('CertificateAuthority', 'secure')[0]!.resource as { certificate: string };
+    const ca = harness.cp.list('CertificateAuthority', 'secure')[0]!.resource as { name: string; certificate: string };
     expect(read('root-cert.pem')).toBe(`${ca.certificate}\n`);
     expect(certificate.verify(new X509Certificate(ca.certificate).publicKey)).toBe(true);
     expect(statSync(path.join(out, 'key.pem')).mode & 0o777).toBe(0o600);
+    // Its status, before any session of the node reported: the CA it holds, and the inbound a new
+    // node of a strict mesh starts with, so clients call it over mTLS from the first (were it
+    // plaintext, they would call a strict server in plaintext until its session reports).
+    expect(harness.cp.get({ type: 'DataplaneTls', mesh: 'secure', name: 'api-1' })?.resource).toMatchObject({ issuer: ca.name, trusts: [ca.name], inbound: 'strict' });
     // Every file is read through one link, which a renewal replaces in one rename.
     for (const file of ['cert-chain.pem', 'key.pem', 'root-cert.pem']) expect(lstatSync(path.join(out, file)).isSymbolicLink()).toBe(true);
 
