@@ -50,10 +50,10 @@ export function viewOf(
   };
 }
 
-/** What the node's inbound accepts of mTLS, in a mesh that has it. */
+/** What the node's inbound accepts of mTLS, in a mesh that has it; nothing for a node that serves nothing (a pure client). */
 function inboundView(snapshot: Snapshot, ledger: Ledger): Pick<SessionView, 'inbound'> | undefined {
   const facts = tlsFactsOf(snapshot);
-  if (facts === undefined) return undefined;
+  if (facts === undefined || !facts.serves) return undefined;
   const { inbound, reason } = inboundAcceptance(facts, ledger.report(LISTENER)?.subscription);
   return { inbound: { accepts: inbound, ...(reason !== undefined && { reason }) } };
 }

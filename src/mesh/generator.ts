@@ -95,6 +95,7 @@ export function generate(node: string, projection: GenerationInput, certificate?
       trusts: tls.mode === 'disabled' ? [] : [...state.authorities.keys()].sort(),
       inbound: plan.inbound,
       grpcServerInbound: tls.mode === 'strict' ? 'strict' : 'plaintext',
+      serves: dataplane.resource.networking.inbound.length > 0,
     });
   }
   return sealed;

@@ -19,6 +19,8 @@ export type TlsFacts = Pick<DataplaneTls, 'issuer' | 'trusts' | 'inbound'>;
  */
 export interface SnapshotTlsFacts extends TlsFacts {
   readonly grpcServerInbound: DataplaneTls['inbound'];
+  /** Whether the dataplane has an inbound at all: what it accepts is shown only then. */
+  readonly serves: boolean;
 }
 
 const facts = new WeakMap<Snapshot, SnapshotTlsFacts>();

@@ -74,6 +74,10 @@ describe.each(XDS_MODES)('strict mTLS between Envoys over %s', (mode) => {
     const inspected = await runCli(['inspect', 'default.backend-1', '--api-address', harness.api]);
     expect(inspected.stdout).toMatch(/^Identity: {2}spiffe:\/\/default\/echo$/m);
     expect(inspected.stdout).toMatch(/^Inbound: {3}accepts strict$/m);
+    // A pure client has no inbound, so nothing is said of one.
+    const pureClient = await runCli(['inspect', 'default.web-1', '--api-address', harness.api]);
+    expect(pureClient.stdout).toMatch(/^Identity: {2}spiffe:\/\/default\/dataplane\/web-1$/m);
+    expect(pureClient.stdout).not.toMatch(/^Inbound:/m);
     const serial = /^Certificate: serial ([0-9a-f]+), issued by CA ca-1, valid until \S+Z, renewed at \S+Z$/m.exec(inspected.stdout)?.[1];
     const certs = (await (await fetch(`${backends[0]!.envoy.admin}/certs`)).json()) as { certificates: Array<{ cert_chain?: Array<{ serial_number?: string }> }> };
     expect(certs.certificates.flatMap((entry) => (entry.cert_chain ?? []).map((cert) => cert.serial_number))).toContain(serial);
