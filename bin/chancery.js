@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=32
+#!/usr/bin/env -S node --max-semi-space-size=32 --liftoff-only
 // The `chancery` command. Runs the compiled CLI when `npm run build` has made one, and the
 // TypeScript source through tsx otherwise, so `npx chancery` works in a fresh clone. The first
 // line passes Node the flags `chancery run` starts with (src/cli/node-flags.ts).

@@ -61,8 +61,8 @@ export class PgliteClient implements SqlClient {
  * Postgres's settings for the embedded store, which serves one process's control plane and
  * holds megabytes, not a server's gigabytes: PGlite starts with Postgres's defaults, sized for a
  * server (128 MB of shared buffers and room for 100 connections), and shared memory it touches
- * stays resident: with these, `npm start` on PGlite idles at 179–206 MB instead of 395
- * (bench/idle-memory.bench.ts, with the other changes of that commit).
+ * stays resident: with these (and `--liftoff-only`, src/cli/node-flags.ts), `npm start` on
+ * PGlite idles at 165–182 MB instead of 395 (bench/idle-memory.bench.ts).
  */
 const START_PARAMS = [
   ...PGlite.defaultStartParams,
