@@ -491,7 +491,9 @@ async function runChange(measured: Measured, nodes: number, change: number, kind
   const fleetBefore = await fleet.request('usage', null, 10 * SECOND);
   if (options.cpuProf) await server.request('profileStart', { allocations: options.allocProf }, 10 * SECOND);
   const { startedAt } = await measured.write(change, kind);
-  const result = await fleet.request('awaitChange', { timeoutMs: 30 * SECOND }, 40 * SECOND);
+  // A policy change regenerates every node's routes: milliseconds of CPU a node, so its wait grows with the fleet.
+  const timeoutMs = 30 * SECOND + (kind === 'policy' ? nodes * 10 : 0);
+  const result = await fleet.request('awaitChange', { timeoutMs }, timeoutMs + 10 * SECOND);
   const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-change-${changeName(kind, change).replace(' ', '-')}`) }, 30 * SECOND) : undefined;
   const after = await server.request('usage', null, 10 * SECOND);
   const fleetAfter = await fleet.request('usage', null, 10 * SECOND);
