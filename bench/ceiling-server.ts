@@ -1,33 +1,38 @@
 /**
  * The ceiling: a bench child process running a bare grpc-js ADS server, State of the World and
  * Delta, with no sessions, no generation and no store. It answers each subscription with
- * response bytes encoded before the run, of the sizes Chancery sent in the same run, and ignores
- * ACKs; a change writes one new pre-encoded EDS response to every stream that asked for EDS, in
- * one loop. What the fleet measures against it is the most Node and grpc-js allow on this
+ * response bytes encoded before the run, of the sizes Chancery sent in the same run, for every type
+ * Chancery sent (RDS and SDS too when the mesh has them), and ignores ACKs; a change writes one new
+ * pre-encoded response of the changed type (EDS for an endpoint, RDS for a policy) to every stream
+ * that asked for that type, in one loop. What the fleet measures against it is the most Node and grpc-js allow on this
  * machine for the same traffic: the gap to Chancery is what Chancery's own code costs.
  */
 import { Server, ServerCredentials, type ServerDuplexStream, type ServiceDefinition } from '@grpc/grpc-js';
 import { listenForGrpc, type GrpcListener } from '../src/xds/grpc-listener.js';
-import { CLUSTER, ENDPOINT, LISTENER } from '../src/xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET } from '../src/xds/type-urls.js';
 import { monotonicMs, serveCommands } from './support/child-link.js';
 import { ADS_PATHS, field, readRequestKind, type WireProtocol } from './support/discovery-wire.js';
+import type { ChangeKind } from './support/mesh-shape.js';
 import { processProbes, type ProbeApi } from './support/process-probes.js';
+import type { ShortType } from './support/traffic.js';
 
-/** Bytes of one response (the message, without gRPC's 5-byte prefix), per type the fleet watches. */
-export interface ResponseSizes {
-  readonly CDS: number;
-  readonly EDS: number;
-  readonly LDS: number;
-}
+/**
+ * Bytes of one response (the message, without gRPC's 5-byte prefix), per type the fleet watches:
+ * CDS, EDS and LDS always, RDS and SDS when Chancery sent them.
+ */
+export type ResponseSizes = Readonly<Partial<Record<ShortType, number>>>;
 
 export type CeilingApi = ProbeApi & {
   start: { args: { sizes: ResponseSizes }; result: { xds: string; pid: number } };
-  /** Writes a new EDS response to every stream subscribed to EDS; says when the loop began and ended. */
-  change: { args: { change: number }; result: { startedAt: number; fannedOutAt: number } };
+  /** Writes a new response of `bytes` of the type `kind` changes to every stream subscribed to it; says when the loop began and ended. */
+  change: { args: { change: number; kind: ChangeKind; bytes: number }; result: { startedAt: number; fannedOutAt: number } };
   stop: { args: null; result: { ms: number } };
 };
 
-const TYPES = { CDS: CLUSTER, EDS: ENDPOINT, LDS: LISTENER } as const;
+const TYPES: Readonly<Record<ShortType, string>> = { CDS: CLUSTER, EDS: ENDPOINT, LDS: LISTENER, RDS: ROUTE, SDS: SECRET };
+const REQUIRED: readonly ShortType[] = ['CDS', 'EDS', 'LDS'];
+/** The type each kind of change writes. */
+const CHANGED: Readonly<Record<ChangeKind, string>> = { endpoint: ENDPOINT, policy: ROUTE };
 
 /**
  * A response of about `size` bytes: version, nonce and type URL where the fleet reads them, and
@@ -44,19 +49,14 @@ function response(typeUrl: string, version: string, size: number): Buffer {
 class Ceiling {
   // The same server options as Chancery's xDS server, so the gap is Chancery's own code.
   readonly #server = new Server({ 'grpc.max_concurrent_streams': 100_000, 'grpc.enable_channelz': 0 });
-  readonly #responses: Record<string, Buffer>;
-  readonly #sizes: ResponseSizes;
-  /** Streams that asked for EDS, which a change is written to. */
-  readonly #watchingEndpoints = new Set<ServerDuplexStream<Buffer, Buffer>>();
+  /** The response to a subscription, by type URL: only the types Chancery sent. */
+  readonly #responses = new Map<string, Buffer>();
+  /** Streams that asked for a type a change writes (EDS, RDS), by type URL. */
+  readonly #watching = new Map<string, Set<ServerDuplexStream<Buffer, Buffer>>>(Object.values(CHANGED).map((typeUrl) => [typeUrl, new Set()]));
   #listener: GrpcListener | undefined;
 
   constructor(sizes: ResponseSizes) {
-    this.#sizes = sizes;
-    this.#responses = {
-      [CLUSTER]: response(CLUSTER, 'v1', sizes.CDS),
-      [ENDPOINT]: response(ENDPOINT, 'v1', sizes.EDS),
-      [LISTENER]: response(LISTENER, 'v1', sizes.LDS),
-    };
+    for (const [type, size] of Object.entries(sizes)) this.#responses.set(TYPES[type as ShortType], response(TYPES[type as ShortType], 'v1', size));
     const passThrough = (bytes: Buffer) => bytes;
     const method = (protocol: WireProtocol) => ({
       path: ADS_PATHS[protocol],
@@ -80,11 +80,12 @@ class Ceiling {
     return this.#listener.address;
   }
 
-  change(change: number): { startedAt: number; fannedOutAt: number } {
+  change(change: number, kind: ChangeKind, bytes: number): { startedAt: number; fannedOutAt: number } {
     const startedAt = monotonicMs();
-    const next = response(ENDPOINT, `v${change + 1}`, this.#sizes.EDS);
-    this.#responses[ENDPOINT] = next;
-    for (const call of this.#watchingEndpoints) call.write(next);
+    const typeUrl = CHANGED[kind];
+    const next = response(typeUrl, `v${change + 1}`, bytes);
+    this.#responses.set(typeUrl, next);
+    for (const call of this.#watching.get(typeUrl)!) call.write(next);
     return { startedAt, fannedOutAt: monotonicMs() };
   }
 
@@ -97,12 +98,14 @@ class Ceiling {
     call.on('data', (bytes: Buffer) => {
       const { typeUrl, answering } = readRequestKind(protocol, bytes);
       if (answering) return;
-      const answer = this.#responses[typeUrl];
+      const answer = this.#responses.get(typeUrl);
       if (answer === undefined) return;
-      if (typeUrl === ENDPOINT) this.#watchingEndpoints.add(call);
+      this.#watching.get(typeUrl)?.add(call);
       call.write(answer);
     });
-    const forget = () => this.#watchingEndpoints.delete(call);
+    const forget = () => {
+      for (const streams of this.#watching.values()) streams.delete(call);
+    };
     call.on('error', forget);
     call.on('cancelled', forget);
     call.on('end', () => {
@@ -117,15 +120,15 @@ let ceiling: Ceiling | undefined;
 serveCommands<CeilingApi>({
   ...processProbes(),
   async start({ sizes }) {
-    for (const type of Object.keys(TYPES) as (keyof ResponseSizes)[]) {
-      if (!(sizes[type] > 0)) throw new Error(`the ceiling needs the size of Chancery's ${type} responses, got ${sizes[type]}`);
+    for (const type of REQUIRED) {
+      if (!((sizes[type] ?? 0) > 0)) throw new Error(`the ceiling needs the size of Chancery's ${type} responses, got ${sizes[type]}`);
     }
     ceiling = new Ceiling(sizes);
     return { xds: await ceiling.listen(), pid: process.pid };
   },
-  change({ change }) {
+  change({ change, kind, bytes }) {
     if (!ceiling) throw new Error('the ceiling server has not been started');
-    return ceiling.change(change);
+    return ceiling.change(change, kind, bytes);
   },
   stop() {
     const started = monotonicMs();

@@ -6,8 +6,12 @@
  * bench spreads a large fleet over several of these processes (support/fleet-group.ts).
  *
  * Each fake Envoy subscribes to CDS (with its node id) and LDS as wildcards, ACKs every
- * response, and asks for EDS by the names of its outbound clusters once it has clusters. It
- * records when each node was first served and when it ACKed the first new version after a
+ * response, and asks for the rest by name as Envoy does, once a response names them: EDS by the
+ * names of its clusters and SDS by its two Secrets (a strict mesh) once it has clusters, RDS by
+ * its outbounds' RouteConfigurations (HTTP outbounds) once it has listeners. The names come from
+ * the mesh's shape (mesh-shape.ts) as the generator makes them, rather than from the responses:
+ * a fake Envoy does not decode resources, which would cost more CPU than the server under test.
+ * It records when each node was first served and when it ACKed the first new version after a
  * change, on the monotonic clock the server shares.
  *
  * Armed for a failover (`armReconnect`, State of the World), a fake Envoy whose stream ends
@@ -15,11 +19,11 @@
  * watches names the version it holds, so the server may skip re-sending wildcard CDS and LDS.
  */
 import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../src/xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET } from '../src/xds/type-urls.js';
 import { monotonicMs, serveCommands } from './support/child-link.js';
 import { ADS_PATHS, readResponseHeader, requestTemplate, type RequestTemplate, type ResponseHeader, type WireProtocol } from './support/discovery-wire.js';
 import { framed, MessageReader } from './support/grpc-frames.js';
-import { endpointNames, nodeId, type MeshShape } from './support/mesh-shape.js';
+import { endpointNames, nodeId, routeNames, secretNames, type MeshShape } from './support/mesh-shape.js';
 import { noTraffic, type ShortType, type Traffic } from './support/traffic.js';
 
 export type { ShortType, Traffic };
@@ -28,16 +32,14 @@ export type { ShortType, Traffic };
 const RETRY_BASE_MS = 250;
 const MAX_RETRIES = 5;
 
-const SHORT: Record<string, ShortType> = { [CLUSTER]: 'CDS', [ENDPOINT]: 'EDS', [LISTENER]: 'LDS', [ROUTE]: 'RDS' };
-
-
+const SHORT: Record<string, ShortType> = { [CLUSTER]: 'CDS', [ENDPOINT]: 'EDS', [LISTENER]: 'LDS', [ROUTE]: 'RDS', [SECRET]: 'SDS' };
 
 export interface ConnectResult {
   /** Monotonic ms when the fleet started opening streams. */
   readonly startedAt: number;
   /** Monotonic ms when the last stream was opened (the loop's end). */
   readonly openedAt: number;
-  /** Per node, monotonic ms when it held both CDS and LDS. */
+  /** Per node, monotonic ms when it held CDS and LDS, and RDS and SDS when its mesh has them. */
   readonly served: Float64Array;
   /** Per node, monotonic ms when it also held EDS (and had ACKed everything so far). */
   readonly complete: Float64Array;
@@ -91,7 +93,7 @@ export type FleetApi = {
    */
   expectChange: { args: { type: ShortType; keepTraffic?: boolean }; result: null };
   awaitChange: { args: { timeoutMs: number }; result: ChangeResult };
-  /** How many nodes hold CDS, LDS and EDS now, while a `connect` is still waiting. */
+  /** How many nodes hold every type they need now, while a `connect` is still waiting. */
   progress: { args: null; result: { complete: number } };
   usage: { args: null; result: { cpuMs: number; heapUsed: number; rss: number } };
   close: { args: null; result: null };
@@ -121,11 +123,30 @@ function openConnection(address: string): ClientHttp2Session {
 /** Why a connection failed, for the message of a stream it ended. */
 const sessionErrors = new WeakMap<ClientHttp2Session, string>();
 
+/** A type an Envoy asks for by name, once a response of another type names those resources. */
+interface NamedSubscription {
+  readonly type: ShortType;
+  readonly namedBy: ShortType;
+  readonly requests: RequestTemplate;
+}
+
+/** What node `index` asks for by name: EDS and SDS once its clusters name them, RDS once its listeners do; a type it has no name of, never. */
+function namedSubscriptions(protocol: WireProtocol, index: number, shape: MeshShape): NamedSubscription[] {
+  const named = [
+    { type: 'EDS', namedBy: 'CDS', typeUrl: ENDPOINT, names: endpointNames(index, shape) },
+    { type: 'SDS', namedBy: 'CDS', typeUrl: SECRET, names: secretNames(shape) },
+    { type: 'RDS', namedBy: 'LDS', typeUrl: ROUTE, names: routeNames(index, shape) },
+  ] as const;
+  return named.filter(({ names }) => names.length > 0).map(({ type, namedBy, typeUrl, names }) => ({ type, namedBy, requests: requestTemplate(protocol, typeUrl, names) }));
+}
+
 /** One fake Envoy: its stream and what it has been sent. */
 class FakeEnvoy {
   #stream: ClientHttp2Stream;
-  readonly #eds: RequestTemplate;
-  readonly versions: Record<ShortType, string> = { CDS: '', EDS: '', LDS: '', RDS: '' };
+  readonly #named: readonly NamedSubscription[];
+  /** The requests of every type it watches, by type: how it ACKs a response. */
+  readonly #requests: ReadonlyMap<ShortType, RequestTemplate>;
+  readonly versions: Record<ShortType, string> = { CDS: '', EDS: '', LDS: '', RDS: '', SDS: '' };
   servedAt = Number.NaN;
   completeAt = Number.NaN;
   baseline = '';
@@ -137,7 +158,7 @@ class FakeEnvoy {
   reservedAt = Number.NaN;
   /** Streams opened again because the connection failed before the node was first served. */
   retries = 0;
-  sinceReconnect: Record<ShortType, number> = { CDS: 0, EDS: 0, LDS: 0, RDS: 0 };
+  sinceReconnect: Record<ShortType, number> = { CDS: 0, EDS: 0, LDS: 0, RDS: 0, SDS: 0 };
 
   constructor(
     readonly index: number,
@@ -148,8 +169,21 @@ class FakeEnvoy {
     readonly wildcards: Wildcards,
     shape: MeshShape,
   ) {
-    this.#eds = requestTemplate(wildcards.protocol, ENDPOINT, endpointNames(index, shape));
+    this.#named = namedSubscriptions(wildcards.protocol, index, shape);
+    this.#requests = new Map([['CDS', wildcards.cds], ['LDS', wildcards.lds], ...this.#named.map(({ type, requests }) => [type, requests] as const)]);
     this.#stream = this.#subscribe(session);
+  }
+
+  /** Holds every type it watches, EDS aside: its listeners and clusters can be used (their routes and Secrets with them). */
+  get served(): boolean {
+    for (const type of this.#requests.keys()) if (type !== 'EDS' && this.versions[type] === '') return false;
+    return true;
+  }
+
+  /** Holds every type it watches. */
+  get complete(): boolean {
+    for (const type of this.#requests.keys()) if (this.versions[type] === '') return false;
+    return true;
   }
 
   /** After a failover: a new stream, timed from now. */
@@ -171,12 +205,18 @@ class FakeEnvoy {
   /** A new stream on `session`, subscribed to every type this Envoy watches, each naming the version it holds. */
   #subscribe(session: ClientHttp2Session): ClientHttp2Stream {
     const stream = this.#open(session);
-    const { CDS, EDS, LDS } = this.versions;
     const write = (message: Buffer) => stream.write(framed(message));
-    write(this.wildcards.cds.first(nodeId(this.index), CDS));
-    if (CDS !== '') write(this.#eds.subscribe(EDS));
-    write(this.wildcards.lds.subscribe(LDS));
+    write(this.wildcards.cds.first(nodeId(this.index), this.versions.CDS));
+    this.#subscribeNamedBy('CDS', write);
+    write(this.wildcards.lds.subscribe(this.versions.LDS));
+    this.#subscribeNamedBy('LDS', write);
     return stream;
+  }
+
+  /** Asks for the types whose names a response of `type` gave it, once it holds one. */
+  #subscribeNamedBy(type: ShortType, write: (message: Buffer) => void): void {
+    if (this.versions[type] === '') return;
+    for (const named of this.#named) if (named.namedBy === type) write(named.requests.subscribe(this.versions[named.type]));
   }
 
   #open(session: ClientHttp2Session): ClientHttp2Stream {
@@ -211,27 +251,16 @@ class FakeEnvoy {
   #receive(bytes: Buffer): void {
     readResponseHeader(bytes, header);
     const type = SHORT[header.typeUrl];
-    if (type === undefined) {
+    const requests = type === undefined ? undefined : this.#requests.get(type);
+    if (type === undefined || requests === undefined) {
       this.fleet.failed(this, `a response of unexpected type ${header.typeUrl}`);
       return;
     }
     const first = this.versions[type] === '';
     this.versions[type] = header.version;
-    switch (type) {
-      case 'CDS':
-        this.#write(this.wildcards.cds.ack(header.version, header.nonce));
-        // Envoy asks for the endpoints of its EDS clusters once it has them.
-        if (first) this.#write(this.#eds.subscribe());
-        break;
-      case 'EDS':
-        this.#write(this.#eds.ack(header.version, header.nonce));
-        break;
-      case 'LDS':
-        this.#write(this.wildcards.lds.ack(header.version, header.nonce));
-        break;
-      case 'RDS':
-        break;
-    }
+    this.#write(requests.ack(header.version, header.nonce));
+    // Envoy asks for what its clusters (endpoints, Secrets) and listeners (routes) name once it has them.
+    if (first) this.#subscribeNamedBy(type, (message) => this.#write(message));
     this.fleet.received(this, type, bytes.length + 5, header.version);
   }
 }
@@ -267,12 +296,11 @@ class Fleet {
     this.#traffic.responses[type]++;
     this.#traffic.bytes[type] += bytes;
     const now = monotonicMs();
-    const { versions } = envoy;
-    if (Number.isNaN(envoy.servedAt) && versions.CDS !== '' && versions.LDS !== '') {
+    if (Number.isNaN(envoy.servedAt) && envoy.served) {
       envoy.servedAt = now;
       this.#served++;
     }
-    if (Number.isNaN(envoy.completeAt) && versions.CDS !== '' && versions.LDS !== '' && versions.EDS !== '') {
+    if (Number.isNaN(envoy.completeAt) && envoy.complete) {
       envoy.completeAt = now;
       this.#complete++;
       if (this.#complete === this.#envoys.length) this.#wake?.();
@@ -362,7 +390,7 @@ class Fleet {
     const total = this.#envoys.length;
     await this.until(
       () => this.#complete === total,
-      () => `all ${total} nodes to be served (${this.#served} have CDS and LDS, ${this.#complete} also EDS)`,
+      () => `all ${total} nodes to be served (${this.#served} have what they need but EDS, ${this.#complete} also EDS)`,
       timeoutMs,
     );
     return {
@@ -406,7 +434,7 @@ class Fleet {
     this.#reserved = 0;
     for (const envoy of this.#envoys) {
       envoy.endedAt = envoy.reopenedAt = envoy.firstResponseAt = envoy.reservedAt = Number.NaN;
-      envoy.sinceReconnect = { CDS: 0, EDS: 0, LDS: 0, RDS: 0 };
+      envoy.sinceReconnect = { CDS: 0, EDS: 0, LDS: 0, RDS: 0, SDS: 0 };
     }
     this.#takeTraffic();
   }

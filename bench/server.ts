@@ -5,14 +5,15 @@
  * CPU time, event-loop delay and session counts. Start it with `--expose-gc` (ChildLink.fork does).
  */
 import cluster from 'node:cluster';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { filter, firstValueFrom, timeout } from 'rxjs';
 import { createControlPlane, type ControlPlane } from '../src/index.js';
-import { generate } from '../src/mesh/index.js';
+import { CertificateNeededError, generate, signingAuthority } from '../src/mesh/index.js';
 import { serveCommands, monotonicMs } from './support/child-link.js';
 import { processProbes, type ProbeApi } from './support/process-probes.js';
 import { listening, ServerWorkers } from './support/server-workers.js';
-import { backendDataplanes, dataplane, hubEndpoint, nodeId, type MeshShape } from './support/mesh-shape.js';
+import { backendDataplanes, dataplane, hubEndpoint, hubRoute, MESH, meshResource, nodeId, policies, type ChangeKind, type MeshShape, type MeshVariant } from './support/mesh-shape.js';
 
 export type ServerApi = ProbeApi & {
   /**
@@ -27,21 +28,31 @@ export type ServerApi = ProbeApi & {
     /** `api`: the HTTP API's address, when `api` asked for one. */
     result: { xds: string; api?: string; pid: number; ms: number };
   };
-  /** Applies the mesh's dataplanes (backends first), `concurrency` writes in flight (the store batches their catch-ups). */
-  apply: { args: { shape: MeshShape; concurrency: number }; result: { ms: number; revision: number } };
-  /** Generates every node's snapshot once, so the memoised per-node resources exist before any session does. */
+  /**
+   * Applies the mesh: its Mesh resource and its CA first when the variant has one (with
+   * `certificateTTL`, default 24h), then the dataplanes (backends first), `concurrency` writes in
+   * flight (the store batches their catch-ups), then the variant's policies.
+   */
+  apply: { args: { shape: MeshShape; concurrency: number; certificateTTL?: string }; result: { ms: number; revision: number } };
+  /**
+   * Generates every node's snapshot once, so the memoised per-node resources exist before any
+   * session does; with mTLS, only what the mesh shares (a node's own waits for its certificate).
+   */
   warm: { args: { shape: MeshShape }; result: { ms: number } };
   /** Sessions by state; with workers, also how many each worker has (the kernel decides who accepts a connection). */
   sessions: { args: null; result: { counts: Record<string, number>; byWorker?: number[]; ms: number } };
   /**
-   * Adds one hub endpoint. `fannedOutAt` is when the store's projection emission reached a
+   * `kind` `endpoint` (the default) adds one hub endpoint, tagged as `variant`'s are; `policy`
+   * rewrites the hub's MeshHTTPRoute weights. `fannedOutAt` is when the store's projection emission reached a
    * subscriber made after the control plane's own, i.e. once every session had handled
    * `store.advanced`; `appliedAt` is when `cp.apply` resolved.
    */
   change: {
-    args: { change: number };
+    args: { change: number; kind?: ChangeKind; variant?: MeshVariant };
     result: { startedAt: number; fannedOutAt: number; appliedAt: number; revision: number };
   };
+  /** Workload certificates issued so far (`chancery_certificates_issued_total`), and how many of them renewed one. */
+  certificates: { args: null; result: { issued: number; renewals: number } };
   /**
    * Waits until this instance's sessions have handled store revision `revision` (a write made
    * here or, through the change feed, on another instance), and says when, in monotonic ms.
@@ -82,10 +93,15 @@ const instance: Handlers = {
     return { xds: cp.addresses.xds, ...(cp.addresses.api !== undefined && { api: `http://${cp.addresses.api}` }), pid: process.pid, ms: monotonicMs() - started };
   },
 
-  async apply({ shape, concurrency }) {
+  async apply({ shape, concurrency, certificateTTL = '24h' }) {
     const control = running();
     const started = monotonicMs();
-    const resources = [...backendDataplanes(shape), ...Array.from({ length: shape.nodes }, (_, index) => dataplane(index, shape))];
+    const mesh = meshResource(shape, certificateTTL);
+    if (mesh !== undefined) {
+      await control.apply(mesh);
+      await meshAuthority(control, 30_000);
+    }
+    const resources = [...backendDataplanes(shape), ...Array.from({ length: shape.nodes }, (_, index) => dataplane(index, shape)), ...policies(shape)];
     for (let from = 0; from < resources.length; from += concurrency) {
       await Promise.all(resources.slice(from, from + concurrency).map((resource) => control.apply(resource)));
     }
@@ -98,7 +114,8 @@ const instance: Handlers = {
     const started = monotonicMs();
     for (let index = 0; index < shape.nodes; index++) {
       const result = generate(nodeId(index), control.store.projection);
-      if (!result.ok) throw new Error(`generating ${nodeId(index)}: ${result.error.message}`);
+      // With mTLS a node's configuration waits for its certificate, issued once its session asks: only what the mesh shares is made here.
+      if (!result.ok && !(result.error instanceof CertificateNeededError)) throw new Error(`generating ${nodeId(index)}: ${result.error.message}`);
     }
     return { ms: monotonicMs() - started };
   },
@@ -110,16 +127,22 @@ const instance: Handlers = {
     return { counts, ms: monotonicMs() - started };
   },
 
-  async change({ change }) {
+  async change({ change, kind = 'endpoint', variant }) {
     const control = running();
     const startedAt = monotonicMs();
-    const stored = await control.apply(hubEndpoint(change));
+    const stored = await control.apply(kind === 'policy' ? hubRoute(change) : hubEndpoint(change, variant));
     const appliedAt = monotonicMs();
     const revision = stored.seq;
     // The store may fold several writes into one emission: the first at or past this write counts.
     const fannedOutAt = fannedOut.find((emission) => emission.revision >= revision)?.at ?? Number.NaN;
     fannedOut.length = 0;
     return { startedAt, fannedOutAt, appliedAt, revision };
+  },
+
+  async certificates() {
+    const { registry } = running().metrics;
+    const total = async (name: string) => (await registry.getSingleMetric(name)?.get())?.values[0]?.value ?? 0;
+    return { issued: await total('chancery_certificates_issued_total'), renewals: await total('chancery_certificate_renewals_total') };
   },
 
   async reached({ revision, timeoutMs }) {
@@ -140,6 +163,18 @@ const instance: Handlers = {
     return { ms: monotonicMs() - started };
   },
 };
+
+/**
+ * Waits until the mesh's CA exists: Chancery creates it once mTLS is on, and until then a session
+ * is refused a certificate and retries after 1 s, which a storm would measure.
+ */
+async function meshAuthority(control: ControlPlane, timeoutMs: number): Promise<void> {
+  const deadline = monotonicMs() + timeoutMs;
+  while (signingAuthority(control.store.projection.meshes.get(MESH)!) === undefined) {
+    if (monotonicMs() > deadline) throw new Error(`mesh ${MESH} has no CA ${timeoutMs} ms after mTLS was turned on`);
+    await sleep(20);
+  }
+}
 
 /** A command sent on to the workers waits as long as the bench waits for it: the bench's own deadline applies. */
 const INNER_TIMEOUT = 15 * 60_000;
@@ -189,6 +224,10 @@ function withWorkers(alone: Handlers): Handlers {
       const written = await workers.first('change', args, INNER_TIMEOUT);
       const others = await workers.reached(written.revision, INNER_TIMEOUT, { afterFirst: true });
       return { ...written, fannedOutAt: Math.max(written.fannedOutAt, others) };
+    }),
+    certificates: routed('certificates', async (workers) => {
+      const answers = await workers.each('certificates', () => null, INNER_TIMEOUT);
+      return { issued: answers.reduce((total, one) => total + one.issued, 0), renewals: answers.reduce((total, one) => total + one.renewals, 0) };
     }),
     reached: routed('reached', async (workers, { revision, timeoutMs }) => ({ at: await workers.reached(revision, timeoutMs) })),
     profileStart: routed('profileStart', () => Promise.reject(new Error('--cpu-prof profiles one process; not with --workers'))),

@@ -9,13 +9,26 @@
  *   npm run bench -- sessions [--n 1000,10000] [--protocol sotw,delta] [--changes 3]
  *                             [--services 10] [--backends 3] [--streams-per-connection 1]
  *                             [--fleet-processes 2] [--no-ceiling] [--unpinned] [--cpu-prof [--alloc-prof]]
- *                             [--storm-change] [--workers 1]
+ *                             [--storm-change] [--workers 1] [--mesh plain,policies,strict]
+ *                             [--certificate-ttl-s 86400]
+ *
+ * `--mesh` measures the same fleet under each mesh variant (support/mesh-shape.ts), one run each,
+ * their rows beside each other: `plain` (the default), `policies` (HTTP outbounds with their
+ * routes over RDS, and per service a 90/10 split, a timeout, a retry and a circuit breaker; its
+ * runs make a policy change too, the hub's route weights rewritten, after the endpoint changes)
+ * and `strict` (mesh mTLS: a certificate issued to each node, two SDS Secrets). A strict run counts
+ * the certificates signed during the storm; with a `--certificate-ttl-s` short enough that the
+ * renewals come after the changes (renewal is due 2/3 of the way through TTL + 10 s, less those
+ * 10 s: 16.7 s after issue for 30 s), it also measures the renewal round: every node ACKing its
+ * renewed Secret, and the server CPU that took.
  *
  * Targets (issue 12, N = 10,000): all served within 5 s of a connect storm; a change ACKed at
  * every node within 1 s (p99); ≤ 60 µs of server CPU per node per change; ≤ 40 KB RSS per
  * session; at least half the ceiling's speed; event-loop lag p99 ≤ 50 ms during a change; a
  * change made during the storm reaches the nodes already served as fast as without it.
- * Issue 13: a Delta change costs at most a third of the bytes of a SotW one.
+ * Issue 13: a Delta change costs at most a third of the bytes of a SotW one. Mesh variants: with
+ * policies within 1.2× of plain for the storm, a change's p99 and memory per session, and a policy
+ * change as fast as an endpoint change; strict's storm within 1.5× of plain's.
  */
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -29,7 +42,7 @@ import type { PhaseProfile } from './support/cpu-profile.js';
 import type { WireProtocol } from './support/discovery-wire.js';
 import { FleetGroup } from './support/fleet-group.js';
 import { integerOption } from './support/integer-option.js';
-import type { MeshShape } from './support/mesh-shape.js';
+import { MESH_VARIANTS, type ChangeKind, type MeshShape, type MeshVariant } from './support/mesh-shape.js';
 import { printHot, profileFile } from './support/print-profile.js';
 import { printTable } from './support/print-table.js';
 import { startBenchPostgres } from './support/bench-postgres.js';
@@ -37,7 +50,7 @@ import { ApiProbe, type ProbedPath } from './support/api-probe.js';
 import type { MemorySample, UsageSample } from './support/process-probes.js';
 import { listenLimits, sampleListenQueue, type ListenQueueCounters } from './support/listen-queue.js';
 import { since, spread, type Spread } from './support/stats.js';
-import { totalBytes, type Traffic } from './support/traffic.js';
+import { totalBytes, type ShortType, type Traffic } from './support/traffic.js';
 
 interface Options {
   readonly sizes: readonly number[];
@@ -58,6 +71,10 @@ interface Options {
   readonly deadlineMs: number;
   /** Chancery's worker processes (`chancery run --workers`); more than 1 runs them on Postgres, unpinned. */
   readonly workers: number;
+  /** The mesh variants, a run each for every size and protocol. */
+  readonly meshes: readonly MeshVariant[];
+  /** A strict mesh's `certificateTTL`, in seconds. */
+  readonly certificateTtlS: number;
 }
 
 /** Which server a run measured. */
@@ -93,6 +110,7 @@ interface StormChange {
 
 interface ChangeRow {
   readonly change: number;
+  readonly kind: ChangeKind;
   readonly ack: Spread;
   readonly firstAckMs: number;
   readonly traffic: Traffic;
@@ -107,6 +125,7 @@ interface Run {
   readonly target: Target;
   readonly nodes: number;
   readonly protocol: WireProtocol;
+  readonly mesh: MeshVariant;
   readonly storm: StormRow;
   readonly changes: readonly ChangeRow[];
 }
@@ -121,6 +140,19 @@ interface ChanceryRun extends Run {
   readonly states: Record<string, number>;
   /** Sessions per worker, with `--workers`. */
   readonly byWorker?: readonly number[];
+  /** Workload certificates issued during the storm (strict). */
+  readonly certificatesInStorm: number;
+  /** Strict, with a TTL short enough for it to come after the changes. */
+  readonly renewal: RenewalRow | undefined;
+}
+
+/** A strict mesh's renewal round: every node issued a new certificate and ACKing the Secret holding it. */
+interface RenewalRow {
+  readonly renewals: number;
+  /** From the first node's ACK of its renewed Secret to the last's. */
+  readonly spanMs: number;
+  /** Server CPU from arming the watch until the last ACK, less the idle rate over that time. */
+  readonly serverCpuMs: number;
 }
 
 const SECOND = 1_000;
@@ -141,10 +173,12 @@ export default async function sessionsBench(argv: readonly string[]): Promise<vo
     const runs: Run[] = [];
     for (const nodes of options.sizes) {
       for (const protocol of options.protocols) {
-        const store = await postgres?.newDatabase();
-        const chancery = await runChancery(nodes, protocol, options, store);
-        runs.push(chancery);
-        if (options.ceiling) runs.push(await runCeiling(nodes, protocol, responseSizes(chancery), options));
+        for (const mesh of options.meshes) {
+          const store = await postgres?.newDatabase();
+          const chancery = await runChancery(nodes, protocol, mesh, options, store);
+          runs.push(chancery);
+          if (options.ceiling) runs.push(await runCeiling(nodes, protocol, mesh, chancery, options));
+        }
       }
     }
     printMachine('after', options);
@@ -171,12 +205,17 @@ function parseOptions(argv: readonly string[]): Options {
       'alloc-prof': { type: 'boolean', default: false },
       'storm-change': { type: 'boolean', default: false },
       workers: { type: 'string', default: '1' },
+      mesh: { type: 'string', default: 'plain' },
+      'certificate-ttl-s': { type: 'string', default: String(24 * 3_600) },
     },
   });
   const count = (name: string, value: string, min: number, max: number) => integerOption(name, value, min, max);
   const protocols = values.protocol.split(',').map((protocol) => protocol.trim());
   const unknown = protocols.filter((protocol) => protocol !== 'sotw' && protocol !== 'delta');
   if (unknown.length > 0) throw new Error(`--protocol takes sotw, delta or both (comma-separated), not "${unknown.join(',')}"`);
+  const meshes = values.mesh.split(',').map((mesh) => mesh.trim());
+  const unknownMeshes = meshes.filter((mesh) => !(MESH_VARIANTS as readonly string[]).includes(mesh));
+  if (unknownMeshes.length > 0) throw new Error(`--mesh takes ${MESH_VARIANTS.join(', ')} (comma-separated), not "${unknownMeshes.join(',')}"`);
   const workers = count('workers', values.workers, 1, 16);
   if (workers > 1 && values['cpu-prof']) throw new Error('--cpu-prof profiles one process; run it without --workers');
   if (values['alloc-prof'] && !values['cpu-prof']) throw new Error('--alloc-prof adds allocations to the profiles of --cpu-prof; give both');
@@ -197,12 +236,25 @@ function parseOptions(argv: readonly string[]): Options {
     allocProf: values['alloc-prof'],
     stormChange: values['storm-change'],
     workers,
+    meshes: meshes as MeshVariant[],
+    // Chancery takes 30 s to 90 days.
+    certificateTtlS: count('certificate-ttl-s', values['certificate-ttl-s'], 30, 90 * 24 * 3_600),
   };
 }
 
-function shapeOf(nodes: number, options: Options): MeshShape {
+function shapeOf(nodes: number, mesh: MeshVariant, options: Options): MeshShape {
   // --backends 0: the hub shape, where the nodes themselves serve the services.
-  return options.backends === 0 ? { nodes, services: options.services } : { nodes, services: options.services, backends: options.backends };
+  return options.backends === 0 ? { nodes, services: options.services, variant: mesh } : { nodes, services: options.services, backends: options.backends, variant: mesh };
+}
+
+/** The changes a variant's runs make, in order: `--changes` of each kind. */
+function changeKinds(mesh: MeshVariant): ChangeKind[] {
+  return mesh === 'policies' ? ['endpoint', 'policy'] : ['endpoint'];
+}
+
+/** Names a run in logs and profile files; plain's as it was before variants. */
+function runLabel(target: Target, nodes: number, protocol: WireProtocol, mesh: MeshVariant): string {
+  return `${target} N=${nodes} ${protocol}${mesh === 'plain' ? '' : ` mesh=${mesh}`}`;
 }
 
 function startFleet(options: Options): FleetGroup {
@@ -221,25 +273,31 @@ interface Measured {
   readonly label: string;
   /** The server's HTTP API, probed during the storm (Chancery only). */
   readonly api?: string;
+  readonly mesh: MeshVariant;
+  /** Writes change number `change` of `kind`; says when the write began. */
+  readonly write: (change: number, kind: ChangeKind) => Promise<{ startedAt: number }>;
 }
 
-async function runChancery(nodes: number, protocol: WireProtocol, options: Options, store: string | undefined): Promise<ChanceryRun> {
-  const label = `chancery N=${nodes} ${protocol}${options.workers > 1 ? ` workers=${options.workers}` : ''}`;
-  const shape = shapeOf(nodes, options);
+async function runChancery(nodes: number, protocol: WireProtocol, mesh: MeshVariant, options: Options, store: string | undefined): Promise<ChanceryRun> {
+  const label = `${runLabel('chancery', nodes, protocol, mesh)}${options.workers > 1 ? ` workers=${options.workers}` : ''}`;
+  const shape = shapeOf(nodes, mesh, options);
   console.log(`\n[sessions] ${label}: starting the server`);
   const server = forkServer<ServerApi>('server', 'server.ts', options);
   return measuring(label, async () => {
     const start = { refreshInterval: 1_000, streamsPerConnection: options.streamsPerConnection, api: true, workers: options.workers, ...(store !== undefined && { store }) };
     const { xds, api } = await server.request('start', start, 60 * SECOND);
     console.log(`[sessions] ${label}: applying ${nodes} dataplanes${shape.backends ? ` and ${shape.services * shape.backends} backends` : ''}`);
-    const { ms: applyMs } = await server.request('apply', { shape, concurrency: 500 }, 120 * SECOND);
+    const { ms: applyMs } = await server.request('apply', { shape, concurrency: 500, certificateTTL: `${options.certificateTtlS}s` }, 120 * SECOND);
     const applied = await server.request('memory', null, 30 * SECOND);
     const { ms: warmMs } = await server.request('warm', { shape }, 60 * SECOND);
     const warmed = await server.request('memory', null, 30 * SECOND);
 
     const fleet = startFleet(options);
-    const measured: Measured = { server, fleet, label, ...(api !== undefined && { api }) };
+    const write = (change: number, kind: ChangeKind) => server.request('change', { change, kind, variant: mesh }, 60 * SECOND);
+    const measured: Measured = { server, fleet, label, mesh, write, ...(api !== undefined && { api }) };
+    const issuedBefore = await server.request('certificates', null, 10 * SECOND);
     const storm = await runStorm(measured, xds, shape, protocol, options);
+    const issuedInStorm = await server.request('certificates', null, 10 * SECOND);
     const afterStorm = await server.request('usage', null, 10 * SECOND);
     // Idle: only the watchdog ticks.
     await sleep(options.idleMs);
@@ -248,34 +306,43 @@ async function runChancery(nodes: number, protocol: WireProtocol, options: Optio
     const { counts: states, byWorker } = await server.request('sessions', null, 60 * SECOND);
 
     const changes = await runChanges(measured, nodes, options);
+    const idleCpuPercent = (100 * (afterIdle.cpuMs - afterStorm.cpuMs)) / (afterIdle.at - afterStorm.at);
+    const renewal = mesh === 'strict' && renewalDueS(options.certificateTtlS) <= MAX_RENEWAL_WAIT_S ? await runRenewal(measured, nodes, idleCpuPercent, options) : undefined;
     await shutDown(measured);
     return {
       target: 'chancery',
       nodes,
       protocol,
+      mesh,
       storm,
       changes,
       applyMs,
       warmMs,
       memory: { applied, warmed, sessions },
-      idleCpuPercent: (100 * (afterIdle.cpuMs - afterStorm.cpuMs)) / (afterIdle.at - afterStorm.at),
+      idleCpuPercent,
+      certificatesInStorm: issuedInStorm.issued - issuedBefore.issued,
+      renewal,
       states,
       ...(byWorker && { byWorker }),
     };
   });
 }
 
-async function runCeiling(nodes: number, protocol: WireProtocol, sizes: ResponseSizes, options: Options): Promise<Run> {
-  const label = `ceiling N=${nodes} ${protocol}`;
-  console.log(`\n[sessions] ${label}: starting the bare grpc-js server (responses of ${sizes.CDS}, ${sizes.EDS} and ${sizes.LDS} bytes)`);
+async function runCeiling(nodes: number, protocol: WireProtocol, mesh: MeshVariant, chancery: ChanceryRun, options: Options): Promise<Run> {
+  const label = runLabel('ceiling', nodes, protocol, mesh);
+  const sizes = responseSizes(chancery);
+  const bytes = changeSizes(chancery);
+  const described = Object.entries(sizes).map(([type, size]) => `${type} ${size}`).join(', ');
+  console.log(`\n[sessions] ${label}: starting the bare grpc-js server (responses of ${described} bytes)`);
   const server = forkServer<CeilingApi>('ceiling', 'ceiling-server.ts', options);
   return measuring(label, async () => {
     const { xds } = await server.request('start', { sizes }, 30 * SECOND);
-    const measured: Measured = { server, fleet: startFleet(options), label };
-    const storm = await runStorm(measured, xds, shapeOf(nodes, options), protocol, options);
+    const write = (change: number, kind: ChangeKind) => server.request('change', { change, kind, bytes: bytes[kind] }, 60 * SECOND);
+    const measured: Measured = { server, fleet: startFleet(options), label, mesh, write };
+    const storm = await runStorm(measured, xds, shapeOf(nodes, mesh, options), protocol, options);
     const changes = await runChanges(measured, nodes, options);
     await shutDown(measured);
-    return { target: 'ceiling', nodes, protocol, storm, changes };
+    return { target: 'ceiling', nodes, protocol, mesh, storm, changes };
   });
 }
 
@@ -290,11 +357,43 @@ async function measuring<T>(label: string, phases: () => Promise<T>): Promise<T>
   }
 }
 
-/** `--changes` changes, one after another. */
+/** `--changes` changes of each kind the variant makes, one after another. */
 async function runChanges(measured: Measured, nodes: number, options: Options): Promise<ChangeRow[]> {
   const changes: ChangeRow[] = [];
-  for (let change = 1; change <= options.changes; change++) changes.push(await runChange(measured, nodes, change, options));
+  for (const kind of changeKinds(measured.mesh)) {
+    for (let change = 1; change <= options.changes; change++) changes.push(await runChange(measured, nodes, change, kind, options));
+  }
   return changes;
+}
+
+/** Seconds from a certificate's issue to its renewal: 2/3 of its validity, which starts 10 s before the issue (docs/mtls.md). */
+function renewalDueS(ttlS: number): number {
+  return ((ttlS + 10) * 2) / 3 - 10;
+}
+
+/** A renewal round further off than this after the storm is not waited for: a TTL in hours or days is a run without one. */
+const MAX_RENEWAL_WAIT_S = 600;
+
+/**
+ * A strict mesh's renewal round: once the changes are done, waits for every node to ACK a new
+ * version of its Secrets (a renewed certificate), and measures the server's CPU until the last
+ * ACK, less what it spends idle over that time. Fails if any renewal came before the watch was
+ * armed (a TTL too short for the storm and the changes).
+ */
+async function runRenewal(measured: Measured, nodes: number, idleCpuPercent: number, options: Options): Promise<RenewalRow> {
+  const { fleet, label } = measured;
+  const server = probe(measured.server);
+  await fleet.request('expectChange', { type: 'SDS' }, 10 * SECOND);
+  const before = await server.request('usage', null, 10 * SECOND);
+  const early = (await server.request('certificates', null, 10 * SECOND)).renewals;
+  if (early > 0) throw new Error(`${early} certificates were renewed before the changes were done: give a longer --certificate-ttl-s than ${options.certificateTtlS}`);
+  console.log(`[sessions] ${label}: the renewal round (certificates renewed ${renewalDueS(options.certificateTtlS).toFixed(1)} s after issue)`);
+  const timeoutMs = (renewalDueS(options.certificateTtlS) + 60) * SECOND;
+  const { acked } = await fleet.request('awaitChange', { timeoutMs }, timeoutMs + 10 * SECOND);
+  const after = await server.request('usage', null, 10 * SECOND);
+  const { renewals } = await server.request('certificates', null, 10 * SECOND);
+  const idleCpuMs = ((after.at - before.at) * idleCpuPercent) / 100;
+  return { renewals, spanMs: Math.max(...acked) - Math.min(...acked), serverCpuMs: after.cpuMs - before.cpuMs - idleCpuMs };
 }
 
 /** Closes the fleet, then the server, waiting for each process to exit. */
@@ -360,7 +459,7 @@ async function writeChangeDuringStorm(measured: Measured, nodes: number, options
   const countedAt = monotonicMs();
   await fleet.request('expectChange', { type: 'EDS', keepTraffic: true }, 10 * SECOND);
   console.log(`[sessions] ${label}: a change during the storm, a quarter of the nodes served`);
-  const { startedAt } = await probe(measured.server).request('change', { change: options.changes + 1 }, 60 * SECOND);
+  const { startedAt } = await measured.write(options.changes + 1, 'endpoint');
   return { countedAt, startedAt };
 }
 
@@ -371,23 +470,37 @@ async function measureChangeDuringStorm(measured: Measured, connect: ConnectResu
   return { served: latencies.length, ack: spread(latencies), firstAckMs: Math.min(...latencies) };
 }
 
-async function runChange(measured: Measured, nodes: number, change: number, options: Options): Promise<ChangeRow> {
+/** What each kind of change rewrites, and the type every node ACKs a new version of. */
+const CHANGES: Readonly<Record<ChangeKind, { readonly what: string; readonly type: 'EDS' | 'RDS' }>> = {
+  endpoint: { what: 'one more endpoint of the service every node calls', type: 'EDS' },
+  policy: { what: "the MeshHTTPRoute weights of the service every node calls", type: 'RDS' },
+};
+
+/** A change as the tables name it: an endpoint change by its number alone, as before variants; `policy 1`. */
+function changeName(kind: ChangeKind, change: number): string {
+  return kind === 'endpoint' ? String(change) : `${kind} ${change}`;
+}
+
+async function runChange(measured: Measured, nodes: number, change: number, kind: ChangeKind, options: Options): Promise<ChangeRow> {
   const { fleet, label } = measured;
   const server = probe(measured.server);
-  console.log(`[sessions] ${label}: change ${change} (one more endpoint of the service every node calls)`);
+  console.log(`[sessions] ${label}: change ${changeName(kind, change)} (${CHANGES[kind].what})`);
   await sleep(500);
-  await fleet.request('expectChange', { type: 'EDS' }, 10 * SECOND);
+  await fleet.request('expectChange', { type: CHANGES[kind].type }, 10 * SECOND);
   const before = await server.request('usage', null, 10 * SECOND);
   const fleetBefore = await fleet.request('usage', null, 10 * SECOND);
   if (options.cpuProf) await server.request('profileStart', { allocations: options.allocProf }, 10 * SECOND);
-  const { startedAt } = await server.request('change', { change }, 60 * SECOND);
-  const result = await fleet.request('awaitChange', { timeoutMs: 30 * SECOND }, 40 * SECOND);
-  const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-change-${change}`) }, 30 * SECOND) : undefined;
+  const { startedAt } = await measured.write(change, kind);
+  // A policy change regenerates every node's routes: milliseconds of CPU a node, so its wait grows with the fleet.
+  const timeoutMs = 30 * SECOND + (kind === 'policy' ? nodes * 10 : 0);
+  const result = await fleet.request('awaitChange', { timeoutMs }, timeoutMs + 10 * SECOND);
+  const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-change-${changeName(kind, change).replace(' ', '-')}`) }, 30 * SECOND) : undefined;
   const after = await server.request('usage', null, 10 * SECOND);
   const fleetAfter = await fleet.request('usage', null, 10 * SECOND);
   const latencies = since(startedAt, result.acked);
   return {
     change,
+    kind,
     ack: spread(latencies),
     firstAckMs: Math.min(...latencies),
     traffic: result.traffic,
@@ -399,12 +512,23 @@ async function runChange(measured: Measured, nodes: number, change: number, opti
   };
 }
 
-/** The mean size of Chancery's responses per type, without gRPC's prefix: what the ceiling sends. */
+/** The mean size of Chancery's responses of `type` in `traffic`, without gRPC's prefix. */
+function meanResponse(type: ShortType, traffic: Traffic): number {
+  return Math.max(1, Math.round(traffic.bytes[type] / Math.max(1, traffic.responses[type]) - 5));
+}
+
+/** What the ceiling answers each subscription with: the mean size of Chancery's responses per type it sent in the storm. */
 function responseSizes(run: ChanceryRun): ResponseSizes {
-  const { storm, changes } = run;
-  const mean = (type: keyof ResponseSizes, traffic: Traffic) => Math.max(1, Math.round(traffic.bytes[type] / Math.max(1, traffic.responses[type]) - 5));
+  const { storm } = run;
+  const sent = (Object.keys(storm.traffic.responses) as ShortType[]).filter((type) => storm.traffic.responses[type] > 0);
   // EDS as a change sends it, which is what the ceiling's change writes too.
-  return { CDS: mean('CDS', storm.traffic), EDS: mean('EDS', changes[0]?.traffic ?? storm.traffic), LDS: mean('LDS', storm.traffic) };
+  return { ...Object.fromEntries(sent.map((type) => [type, meanResponse(type, storm.traffic)])), EDS: changeSizes(run).endpoint };
+}
+
+/** What the ceiling's change of each kind writes: the mean size of the changed type's responses in Chancery's first change of that kind. */
+function changeSizes(run: ChanceryRun): Record<ChangeKind, number> {
+  const first = (kind: ChangeKind) => run.changes.find((change) => change.kind === kind)?.traffic ?? run.storm.traffic;
+  return { endpoint: meanResponse('EDS', first('endpoint')), policy: meanResponse('RDS', first('policy')) };
 }
 
 function printMachine(when: string, options: Options): void {
@@ -427,18 +551,18 @@ const ackCells = (firstAckMs: number, ack: Spread, ceiling: Spread | undefined) 
 
 function printResults(runs: readonly Run[], options: Options): void {
   const chancery = runs.filter((run): run is ChanceryRun => run.target === 'chancery');
-  const ceilingOf = (run: Run) => runs.find((other) => other.target === 'ceiling' && other.nodes === run.nodes && other.protocol === run.protocol);
+  const ceilingOf = (run: Run) => runs.find((other) => other.target === 'ceiling' && other.nodes === run.nodes && other.protocol === run.protocol && other.mesh === run.mesh);
   const vs = (ours: number, theirs: number | undefined) => (theirs === undefined ? '–' : percent(theirs / ours));
+  const { keyHeaders, keyOf, showMesh } = runKeys(options);
 
   printTable(
     `Connect storm: N dataplanes, ${options.streamsPerConnection === 1 ? 'one HTTP/2 connection each' : `${options.streamsPerConnection} streams per HTTP/2 connection`}, open their ADS streams at once (times from the first stream opened); ceiling beside Chancery`,
-    ['N', 'protocol', 'all served (s)', 'ceiling (s)', 'ceiling / Chancery', 'served p50 / p99 (s)', '+EDS all (s)', 'pushes', 'server CPU (s)', 'ceiling CPU (s)', 'CPU: ceiling / Chancery', 'loop stall max (ms)', 'fleet CPU (s)', 'retried (Chancery / ceiling)', 'accept queue full / SYNs resent (Chancery; ceiling)'],
+    [...keyHeaders, 'all served (s)', 'ceiling (s)', 'ceiling / Chancery', 'served p50 / p99 (s)', '+EDS all (s)', 'pushes', 'server CPU (s)', 'ceiling CPU (s)', 'CPU: ceiling / Chancery', 'loop stall max (ms)', 'fleet CPU (s)', 'retried (Chancery / ceiling)', 'accept queue full / SYNs resent (Chancery; ceiling)'],
     chancery.map((run) => {
       const ceiling = ceilingOf(run)?.storm;
       const { storm } = run;
       return [
-        String(run.nodes),
-        run.protocol,
+        ...keyOf(run),
         s(storm.servedAll),
         ceiling ? s(ceiling.servedAll) : '–',
         vs(storm.completeAll, ceiling?.completeAll),
@@ -457,11 +581,10 @@ function printResults(runs: readonly Run[], options: Options): void {
   );
   printTable(
     'Fairness: Chancery\'s HTTP API during the connect storm, one request at a time every 50 ms (from the bench\'s own process)',
-    ['N', 'protocol', 'path', 'requests', 'failed', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'p99 < 100 ms'],
+    [...keyHeaders, 'path', 'requests', 'failed', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'p99 < 100 ms'],
     chancery.flatMap((run) =>
       run.storm.api.map((probed) => [
-        String(run.nodes),
-        run.protocol,
+        ...keyOf(run),
         probed.path,
         String(probed.requests),
         String(probed.failed),
@@ -475,15 +598,14 @@ function printResults(runs: readonly Run[], options: Options): void {
   if (options.stormChange) {
     printTable(
       'Fairness: a change written once a quarter of the storm\'s nodes were served, from the write until each of those nodes ACKed it; the worst quiet change beside it',
-      ['N', 'protocol', 'served before the change', 'first ACK (ms)', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'ceiling p99 (ms)', 'quiet change p99 (ms)', 'p99 ≤ 1 s'],
+      [...keyHeaders, 'served before the change', 'first ACK (ms)', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'ceiling p99 (ms)', 'quiet change p99 (ms)', 'p99 ≤ 1 s'],
       chancery.map((run) => {
         const during = run.storm.change;
         const quiet = run.changes.length > 0 ? ms(worst(run.changes, (change) => change.ack.p99)) : '–';
         const ceiling = ceilingOf(run)?.storm.change;
-        if (during === undefined) return [String(run.nodes), run.protocol, '–', '–', '–', '–', '–', '–', quiet, '–'];
+        if (during === undefined) return [...keyOf(run), '–', '–', '–', '–', '–', '–', quiet, '–'];
         return [
-          String(run.nodes),
-          run.protocol,
+          ...keyOf(run),
           String(during.served),
           ...ackCells(during.firstAckMs, during.ack, ceiling?.ack),
           quiet,
@@ -494,13 +616,12 @@ function printResults(runs: readonly Run[], options: Options): void {
   }
   printTable(
     'Memory (server, after forced GC): the N dataplanes applied → their configuration generated → N idle sessions; RSS per connected session beside the ceiling’s per connection',
-    ['N', 'protocol', 'applied (MB)', 'generated (MB)', 'sessions (MB)', 'heap/session (KB)', 'RSS/session (KB)', 'ceiling RSS/conn (KB)', 'idle CPU (%)', 'states', 'apply N (s)', 'generate N (s)'],
+    [...keyHeaders, 'applied (MB)', 'generated (MB)', 'sessions (MB)', 'heap/session (KB)', 'RSS/session (KB)', 'ceiling RSS/conn (KB)', 'idle CPU (%)', 'states', 'apply N (s)', 'generate N (s)'],
     chancery.map((run) => {
       const { applied, warmed, sessions } = run.memory;
       const ceiling = ceilingOf(run)?.storm;
       return [
-        String(run.nodes),
-        run.protocol,
+        ...keyOf(run),
         (applied.heapUsed / 2 ** 20).toFixed(1),
         (warmed.heapUsed / 2 ** 20).toFixed(1),
         (sessions.heapUsed / 2 ** 20).toFixed(1),
@@ -515,15 +636,14 @@ function printResults(runs: readonly Run[], options: Options): void {
     }),
   );
   printTable(
-    'Change: one more endpoint of the service every node calls; from the write to each node ACKing the new EDS version; ceiling beside Chancery',
-    ['N', 'protocol', 'change', 'first ACK (ms)', 'ACK p50 (ms)', 'p99 (ms)', 'max (ms)', 'ceiling p99 (ms)', 'ceiling / Chancery', 'pushes', 'bytes/node', 'server CPU/node (µs)', 'ceiling CPU/node (µs)', 'CPU: ceiling / Chancery', 'loop lag p99 / stall max (ms)', 'fleet CPU (ms)'],
+    `Change: one more endpoint of the service every node calls; from the write to each node ACKing the new EDS version${options.meshes.includes('policies') ? '; with policies also a policy change (the MeshHTTPRoute of the service every node calls, its weights 90/10 ↔ 50/50), to each node ACKing the new RDS version' : ''}; ceiling beside Chancery`,
+    [...keyHeaders, 'change', 'first ACK (ms)', 'ACK p50 (ms)', 'p99 (ms)', 'max (ms)', 'ceiling p99 (ms)', 'ceiling / Chancery', 'pushes', 'bytes/node', 'server CPU/node (µs)', 'ceiling CPU/node (µs)', 'CPU: ceiling / Chancery', 'loop lag p99 / stall max (ms)', 'fleet CPU (ms)'],
     chancery.flatMap((run) =>
       run.changes.map((change, at) => {
         const ceiling = ceilingOf(run)?.changes[at];
         return [
-          String(run.nodes),
-          run.protocol,
-          String(change.change),
+          ...keyOf(run),
+          changeName(change.kind, change.change),
           ...ackCells(change.firstAckMs, change.ack, ceiling?.ack),
           vs(change.ack.p99, ceiling?.ack.p99),
           String(pushes(change.traffic)),
@@ -537,17 +657,22 @@ function printResults(runs: readonly Run[], options: Options): void {
       }),
     ),
   );
-  const bySize = [...new Set(chancery.map((run) => run.nodes))];
-  const sotwAndDelta = bySize.flatMap((nodes) => {
-    const sotw = chancery.find((run) => run.nodes === nodes && run.protocol === 'sotw');
-    const delta = chancery.find((run) => run.nodes === nodes && run.protocol === 'delta');
-    if (!sotw || !delta) return [];
-    const mean = (run: ChanceryRun, of: (change: ChangeRow) => number) => run.changes.reduce((total, change) => total + of(change), 0) / run.changes.length;
+  const sotwRuns = chancery.filter((run) => run.protocol === 'sotw');
+  const sotwAndDelta = sotwRuns.flatMap((sotw) => {
+    const { nodes, mesh } = sotw;
+    const delta = chancery.find((run) => run.nodes === nodes && run.mesh === mesh && run.protocol === 'delta');
+    if (!delta) return [];
+    // Endpoint changes only: every variant makes them, and over both protocols they move the same nodes.
+    const mean = (run: ChanceryRun, of: (change: ChangeRow) => number) => {
+      const endpoint = run.changes.filter((change) => change.kind === 'endpoint');
+      return endpoint.reduce((total, change) => total + of(change), 0) / endpoint.length;
+    };
     const sotwBytes = mean(sotw, (change) => totalBytes(change.traffic));
     const deltaBytes = mean(delta, (change) => totalBytes(change.traffic));
     return [
       [
         String(nodes),
+        ...(showMesh ? [mesh] : []),
         mb(sotwBytes),
         mb(deltaBytes),
         `${percent(deltaBytes / sotwBytes)} ${deltaBytes * 3 <= sotwBytes ? 'met' : 'MISSED'}`,
@@ -558,15 +683,15 @@ function printResults(runs: readonly Run[], options: Options): void {
   });
   if (sotwAndDelta.length > 0) {
     printTable(
-      'A change over State of the World and over Delta (mean of the changes): bytes sent to the whole fleet, server CPU per node',
-      ['N', 'SotW (MB)', 'Delta (MB)', 'Delta / SotW (≤ 33 %)', 'SotW CPU/node (µs)', 'Delta CPU/node (µs)'],
+      'A change over State of the World and over Delta (mean of the endpoint changes): bytes sent to the whole fleet, server CPU per node',
+      ['N', ...(showMesh ? ['mesh'] : []), 'SotW (MB)', 'Delta (MB)', 'Delta / SotW (≤ 33 %)', 'SotW CPU/node (µs)', 'Delta CPU/node (µs)'],
       sotwAndDelta,
     );
   }
   const verdict = (value: number, target: number, text: string) => `${text} ${value <= target ? 'met' : 'MISSED'}`;
   printTable(
     'Targets (issue 12; the worst change of each run)',
-    ['N', 'protocol', 'all served ≤ 5 s', 'change p99 ≤ 1 s', 'CPU/node/change ≤ 60 µs', 'RSS/session ≤ 40 KB', 'storm and change ≥ 50 % of ceiling', 'loop lag p99 ≤ 50 ms'],
+    [...keyHeaders, 'all served ≤ 5 s', 'change p99 ≤ 1 s', 'CPU/node/change ≤ 60 µs', 'RSS/session ≤ 40 KB', 'storm and change ≥ 50 % of ceiling', 'loop lag p99 ≤ 50 ms'],
     chancery.map((run) => {
       const p99 = worst(run.changes, (change) => change.ack.p99);
       const cpu = (1_000 * worst(run.changes, (change) => change.serverCpuMs)) / run.nodes;
@@ -574,8 +699,7 @@ function printResults(runs: readonly Run[], options: Options): void {
       const ceiling = ceilingOf(run);
       const ratio = ceiling ? Math.min(ceiling.storm.completeAll / run.storm.completeAll, worst(ceiling.changes, (change) => change.ack.p99) / p99) : undefined;
       return [
-        String(run.nodes),
-        run.protocol,
+        ...keyOf(run),
         verdict(run.storm.completeAll, 5 * SECOND, `${s(run.storm.completeAll)} s`),
         verdict(p99, SECOND, `${ms(p99)} ms`),
         verdict(cpu, 60, `${cpu.toFixed(0)} µs`),
@@ -587,9 +711,96 @@ function printResults(runs: readonly Run[], options: Options): void {
   );
   if (options.cpuProf) {
     for (const run of runs) {
-      printHot(`Hot functions, ${run.target}, connect storm, N=${run.nodes} ${run.protocol}`, run.storm.hot, run.nodes);
+      const mesh = run.mesh === 'plain' ? '' : ` mesh=${run.mesh}`;
+      printHot(`Hot functions, ${run.target}, connect storm, N=${run.nodes} ${run.protocol}${mesh}`, run.storm.hot, run.nodes);
       const slowest = [...run.changes].sort((a, b) => b.ack.p99 - a.ack.p99)[0];
-      if (slowest) printHot(`Hot functions, ${run.target}, change ${slowest.change}, N=${run.nodes} ${run.protocol}`, slowest.hot, run.nodes);
+      if (slowest) printHot(`Hot functions, ${run.target}, change ${changeName(slowest.kind, slowest.change)}, N=${run.nodes} ${run.protocol}${mesh}`, slowest.hot, run.nodes);
     }
   }
+  if (showMesh) {
+    printMeshComparison(chancery, options);
+    printCertificates(chancery, options);
+  }
+}
+
+/**
+ * A run's key columns: N, protocol, and the mesh only when a variant other than plain was asked
+ * for, so that a plain run's tables read as before.
+ */
+function runKeys(options: Options): { keyHeaders: string[]; keyOf: (run: Run) => string[]; showMesh: boolean } {
+  const showMesh = options.meshes.some((mesh) => mesh !== 'plain');
+  return {
+    keyHeaders: ['N', 'protocol', ...(showMesh ? ['mesh'] : [])],
+    keyOf: (run) => [String(run.nodes), run.protocol, ...(showMesh ? [run.mesh] : [])],
+    showMesh,
+  };
+}
+
+/** The issue's goals for each variant, as a most its figure may be over plain's: storm, endpoint change p99, memory per session. */
+const MESH_GOALS: Readonly<Record<MeshVariant, { readonly storm?: number; readonly change?: number; readonly memory?: number }>> = {
+  plain: {},
+  policies: { storm: 1.2, change: 1.2, memory: 1.2 },
+  strict: { storm: 1.5 },
+};
+
+/** Each variant beside plain (same N and protocol): its figure, and the ratio to plain's with the goal's verdict. */
+function printMeshComparison(chancery: readonly ChanceryRun[], options: Options): void {
+  const { keyHeaders, keyOf } = runKeys(options);
+  const worstOf = (run: ChanceryRun, kind: ChangeKind) => {
+    const changes = run.changes.filter((change) => change.kind === kind);
+    return changes.length === 0 ? undefined : worst(changes, (change) => change.ack.p99);
+  };
+  const heapPerSession = (run: ChanceryRun) => (run.memory.sessions.heapUsed - run.memory.warmed.heapUsed) / run.nodes;
+  const ratio = (value: number, plain: number | undefined, goal: number | undefined) => {
+    if (plain === undefined) return '–';
+    const times = `${(value / plain).toFixed(2)}×`;
+    return goal === undefined ? times : `${times} (≤ ${goal}: ${value <= plain * goal ? 'met' : 'MISSED'})`;
+  };
+  printTable(
+    'Mesh variants beside plain (same N and protocol): the storm (all served), the worst endpoint change\'s p99, memory per session; a policy change\'s worst p99 beside the same run\'s endpoint change (goal: as fast)',
+    [...keyHeaders, 'all served (s)', '× plain', 'endpoint change p99 (ms)', '× plain', 'policy change p99 (ms)', '× endpoint change', 'RSS/session (KB)', '× plain', 'heap/session (KB)', '× plain'],
+    chancery.map((run) => {
+      const plain = chancery.find((other) => other.mesh === 'plain' && other.nodes === run.nodes && other.protocol === run.protocol);
+      const goals = MESH_GOALS[run.mesh];
+      const endpoint = worstOf(run, 'endpoint')!;
+      const policy = worstOf(run, 'policy');
+      const plainHeap = plain && heapPerSession(plain);
+      return [
+        ...keyOf(run),
+        s(run.storm.completeAll),
+        ratio(run.storm.completeAll, plain?.storm.completeAll, goals.storm),
+        ms(endpoint),
+        ratio(endpoint, plain && worstOf(plain, 'endpoint'), goals.change),
+        policy === undefined ? '–' : ms(policy),
+        policy === undefined ? '–' : ratio(policy, endpoint, 1),
+        kb(run.storm.rssPerSession),
+        ratio(run.storm.rssPerSession, plain?.storm.rssPerSession, goals.memory),
+        kb(heapPerSession(run)),
+        ratio(heapPerSession(run), plainHeap, goals.memory),
+      ];
+    }),
+  );
+}
+
+/** Strict runs: certificates signed during the storm, and the renewal round when the TTL brought one. */
+function printCertificates(chancery: readonly ChanceryRun[], options: Options): void {
+  const strict = chancery.filter((run) => run.mesh === 'strict');
+  if (strict.length === 0) return;
+  const { keyHeaders, keyOf } = runKeys(options);
+  printTable(
+    `Certificates (strict, certificateTTL ${options.certificateTtlS} s): signed during the storm, per second of the storm (to all served); the renewal round, when it came within ${MAX_RENEWAL_WAIT_S} s: every node renewed and ACKing its new Secret`,
+    [...keyHeaders, 'signed in storm', 'signed / s', 'renewals', 'round, first to last ACK (s)', 'round server CPU (s, idle less)', 'CPU/node (µs)', 'renewals / s'],
+    strict.map((run) => {
+      const { renewal } = run;
+      const perSecond = (count: number, spanMs: number) => ((count * SECOND) / Math.max(1, spanMs)).toFixed(0);
+      return [
+        ...keyOf(run),
+        String(run.certificatesInStorm),
+        perSecond(run.certificatesInStorm, run.storm.completeAll),
+        ...(renewal === undefined
+          ? ['–', '–', '–', '–', '–']
+          : [String(renewal.renewals), s(renewal.spanMs), s(renewal.serverCpuMs), ((1_000 * renewal.serverCpuMs) / run.nodes).toFixed(0), perSecond(renewal.renewals, renewal.spanMs)]),
+      ];
+    }),
+  );
 }

@@ -1,5 +1,5 @@
 /** The xDS types a fake Envoy watches, by their short names. */
-export type ShortType = 'CDS' | 'EDS' | 'LDS' | 'RDS';
+export type ShortType = 'CDS' | 'EDS' | 'LDS' | 'RDS' | 'SDS';
 
 /** Responses and their bytes (with gRPC's 5-byte prefix) received, per type. */
 export interface Traffic {
@@ -8,12 +8,12 @@ export interface Traffic {
 }
 
 export function noTraffic(): { responses: Record<ShortType, number>; bytes: Record<ShortType, number> } {
-  return { responses: { CDS: 0, EDS: 0, LDS: 0, RDS: 0 }, bytes: { CDS: 0, EDS: 0, LDS: 0, RDS: 0 } };
+  return { responses: { CDS: 0, EDS: 0, LDS: 0, RDS: 0, SDS: 0 }, bytes: { CDS: 0, EDS: 0, LDS: 0, RDS: 0, SDS: 0 } };
 }
 
 /** Every type's bytes. */
 export function totalBytes(traffic: Traffic): number {
-  return traffic.bytes.CDS + traffic.bytes.EDS + traffic.bytes.LDS + traffic.bytes.RDS;
+  return Object.values(traffic.bytes).reduce((total, bytes) => total + bytes, 0);
 }
 
 /** `traffics` added up. */
