@@ -50,7 +50,7 @@ export function nodeResources(stored: Held<Dataplane>, services: MeshServices, s
   const context = `${tls.key}\n${outboundContext(stored.resource, services, selection)}`;
   const held = memo.get(stored);
   if (held?.context === context) return held.own;
-  const own = build(stored.resource, services, selection, tls);
+  const own = build(stored, services, selection, tls);
   memo.set(stored, { context, own });
   return own;
 }
@@ -66,34 +66,56 @@ function outboundContext(dataplane: Dataplane, services: MeshServices, selection
   return context;
 }
 
-function build(dataplane: Dataplane, services: MeshServices, selection: PolicySelection, tls: NodeTlsPlan): NodeResources {
-  const { address, inbound, outbound } = dataplane.networking;
-  // Keyed by name: two inbounds may share a servicePort and two outbounds a service, and a
-  // response must never carry one name twice (xDS "Grouping").
+interface InboundResources {
+  readonly listeners: ReadonlyMap<string, EncodedResource>;
+  readonly clusters: ReadonlyMap<string, EncodedResource>;
+}
+
+// A node's inbound listeners and local clusters depend on its Dataplane and its TLS plan alone:
+// encoded once per write and plan (the last one kept), not again when what its outbounds are
+// rendered from changes.
+const inbounds = new WeakMap<Held<Dataplane>, { readonly tls: string; readonly own: InboundResources }>();
+
+function inboundResources(stored: Held<Dataplane>, tls: NodeTlsPlan): InboundResources {
+  const held = inbounds.get(stored);
+  if (held?.tls === tls.key) return held.own;
+  const { address, inbound } = stored.resource.networking;
+  // Keyed by name: two inbounds may share a servicePort, and a response must never carry one
+  // name twice (xDS "Grouping").
   const listeners = new Map<string, EncodedResource>();
   const clusters = new Map<string, EncodedResource>();
-  const routes: EncodedResource[] = [];
-  const outboundServices = new Set<string>();
-  const subsets = new Map<string, ClusterRef>();
   for (const { port, servicePort } of inbound) {
     const cluster = localClusterName(servicePort);
     const listener = inboundListenerName(address, port);
     listeners.set(listener, tcpProxyListener(listener, address, port, cluster, 'INBOUND', undefined, tls));
     if (!clusters.has(cluster)) clusters.set(cluster, localCluster(cluster, servicePort));
   }
-  for (const { port, service } of outbound) {
-    const own = envoyOutbound(port, service, services, selection);
-    if (own.http !== undefined) {
-      listeners.set(own.http.listener.name, own.http.listener);
-      routes.push(own.http.route);
+  const own = { listeners, clusters };
+  inbounds.set(stored, { tls: tls.key, own });
+  return own;
+}
+
+function build(stored: Held<Dataplane>, services: MeshServices, selection: PolicySelection, tls: NodeTlsPlan): NodeResources {
+  const own = inboundResources(stored, tls);
+  // Keyed by name, as the inbounds' are: two outbounds may share a service.
+  const listeners = new Map(own.listeners);
+  const clusters = new Map(own.clusters);
+  const routes: EncodedResource[] = [];
+  const outboundServices = new Set<string>();
+  const subsets = new Map<string, ClusterRef>();
+  for (const { port, service } of stored.resource.networking.outbound) {
+    const outbound = envoyOutbound(port, service, services, selection);
+    if (outbound.http !== undefined) {
+      listeners.set(outbound.http.listener.name, outbound.http.listener);
+      routes.push(outbound.http.route);
     } else {
       const listener = outboundListenerName(port);
-      listeners.set(listener, tcpProxyListener(listener, '127.0.0.1', port, own.cluster, 'OUTBOUND', own.idleTimeout));
+      listeners.set(listener, tcpProxyListener(listener, '127.0.0.1', port, outbound.cluster, 'OUTBOUND', outbound.idleTimeout));
     }
     // Mesh mTLS: the clusters of a service every endpoint of which accepts TLS present the node's certificate (I8).
-    for (const cluster of own.clusters) clusters.set(cluster.name, tls.outboundTls(serviceOfCluster(cluster.name)) ? envoyTlsCluster(cluster, tls.mesh) : cluster);
-    for (const each of own.services) outboundServices.add(each);
-    for (const ref of own.subsetRefs) subsets.set(ref.name, ref);
+    for (const cluster of outbound.clusters) clusters.set(cluster.name, tls.outboundTls(serviceOfCluster(cluster.name)) ? envoyTlsCluster(cluster, tls.mesh) : cluster);
+    for (const each of outbound.services) outboundServices.add(each);
+    for (const ref of outbound.subsetRefs) subsets.set(ref.name, ref);
   }
   return Object.freeze({
     listeners: new ResourceSet(listeners.values()),

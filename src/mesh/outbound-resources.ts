@@ -1,5 +1,7 @@
+import { memoisedOn } from '../common/index.js';
 import { protoDuration, type PolicySelection } from '../policies/index.js';
 import { anyOf, encodeResource, LISTENER, ROUTE, type EncodedResource } from '../xds/index.js';
+import type { ClusterPlan } from './cluster-plan.js';
 import { clusterResource } from './cluster-resources.js';
 import { ADS_CONFIG_SOURCE, HTTP_CONNECTION_MANAGER, ROUTER, socketAddress, statPrefix } from './envoy-fragments.js';
 import type { MeshServices } from './mesh-services.js';
@@ -25,6 +27,13 @@ export interface EnvoyOutbound {
   readonly subsetRefs: readonly ClusterRef[];
 }
 
+// Per plan (one per mesh state and effective configuration, shared by every node the same
+// policies select): an outbound's listener and RouteConfiguration are encoded once per port and a
+// cluster once per name for all those nodes, so a policy change encodes what it changed once, not
+// once a node (bench/README.md, sessions with policies).
+const httpOutbounds = new WeakMap<RoutePlan, Map<string, NonNullable<EnvoyOutbound['http']>>>();
+const clusters = new WeakMap<ClusterPlan, Map<string, EncodedResource>>();
+
 /**
  * An Envoy outbound to `service` under the policies `selection` holds for the node (I9: a
  * policy shapes routes and clusters, never removes the listener). An HTTP, HTTP/2 or gRPC
@@ -34,13 +43,13 @@ export interface EnvoyOutbound {
 export function envoyOutbound(port: number, service: string, services: MeshServices, selection: PolicySelection): EnvoyOutbound {
   const plan = routePlanOf(services, 'envoy', selection.outbound(service));
   const name = outboundListenerName(port);
-  const clusters = clustersOf('envoy', plan.clusters, services, selection);
+  const http = plan.http
+    ? memoisedOn(httpOutbounds, plan, name, () => ({ listener: httpListener(name, port, service, plan.idleTimeout), route: routeConfiguration(name, service, plan) }))
+    : undefined;
   return {
-    ...(plan.http
-      ? { http: { listener: httpListener(name, port, service, plan.idleTimeout), route: routeConfiguration(name, service, plan) } }
-      : plan.idleTimeout !== undefined && { idleTimeout: plan.idleTimeout }),
+    ...(http !== undefined ? { http } : plan.idleTimeout !== undefined && { idleTimeout: plan.idleTimeout }),
     cluster: service,
-    ...clusters,
+    ...clustersOf('envoy', plan.clusters, services, selection),
   };
 }
 
@@ -51,19 +60,20 @@ export function clustersOf(
   services: MeshServices,
   selection: PolicySelection,
 ): Pick<EnvoyOutbound, 'clusters' | 'assignments' | 'services' | 'subsetRefs'> {
-  const clusters: EncodedResource[] = [];
+  const encoded: EncodedResource[] = [];
   const assignments: EncodedResource[] = [];
   const whole: string[] = [];
   const subsetRefs: ClusterRef[] = [];
   for (const ref of refs) {
-    clusters.push(clusterResource(ref.name, clusterPlanOf(services, client, selection.outbound(ref.service)).fields));
+    const plan = clusterPlanOf(services, client, selection.outbound(ref.service));
+    encoded.push(memoisedOn(clusters, plan, ref.name, () => clusterResource(ref.name, plan.fields)));
     if (ref.tags === undefined) whole.push(ref.service);
     else {
       subsetRefs.push(ref);
       assignments.push(services.subset(ref.service, ref.tags).assignment);
     }
   }
-  return { clusters, assignments, services: whole, subsetRefs };
+  return { clusters: encoded, assignments, services: whole, subsetRefs };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { ChanceryError } from '../common/index.js';
+import { ChanceryError, memoised, memoisedOn } from '../common/index.js';
 import { anyOf, CLUSTER, encodeResource, lookupType, ResourceSet, SECRET, type EncodedResource } from '../xds/index.js';
 import { ADS_CONFIG_SOURCE } from './envoy-fragments.js';
 import type { Held, MeshResources } from './generation-input.js';
@@ -122,18 +122,9 @@ const secretNames = new Map<string, readonly string[]>();
 const downstream = new Map<string, object>();
 const upstream = new Map<string, object>();
 
-function once<T>(memo: Map<string, T>, key: string, make: () => T): T {
-  let value = memo.get(key);
-  if (value === undefined) {
-    value = make();
-    memo.set(key, value);
-  }
-  return value;
-}
-
 /** The Secret names a TLS context of `mesh` uses: a Listener or Cluster with one lists them as its `secrets`. */
 export function tlsSecretNames(mesh: string): readonly string[] {
-  return once(secretNames, mesh, () => Object.freeze([IDENTITY_SECRET, trustSecretName(mesh)]));
+  return memoised(secretNames, mesh, () => Object.freeze([IDENTITY_SECRET, trustSecretName(mesh)]));
 }
 
 const sdsSecret = (name: string) => ({ name, sds_config: ADS_CONFIG_SOURCE });
@@ -152,7 +143,7 @@ function commonTlsContext(mesh: string, san: { readonly exact: string } | { read
 
 /** An inbound's TLS: a client certificate from the mesh is required (any service of the mesh may call). */
 export function downstreamTransportSocket(mesh: string): object {
-  return once(downstream, mesh, () => ({
+  return memoised(downstream, mesh, () => ({
     name: 'envoy.transport_sockets.tls',
     typed_config: anyOf(DOWNSTREAM_TLS, {
       require_client_certificate: { value: true },
@@ -163,7 +154,7 @@ export function downstreamTransportSocket(mesh: string): object {
 
 /** An outbound's TLS to `service`: the server must prove it is that service (its URI SAN, exactly). */
 export function upstreamTransportSocket(mesh: string, service: string): object {
-  return once(upstream, `${mesh}\0${service}`, () => ({
+  return memoised(upstream, `${mesh}\0${service}`, () => ({
     name: 'envoy.transport_sockets.tls',
     typed_config: anyOf(UPSTREAM_TLS, { common_tls_context: commonTlsContext(mesh, { exact: serviceSpiffeId(mesh, service) }) }),
   }));
@@ -181,17 +172,12 @@ const withSockets = new WeakMap<EncodedResource, Map<string, EncodedResource>>()
  * policy set is kept as it was.
  */
 export function withTransportSocket(cluster: EncodedResource, key: string, transportSocket: object, secrets: readonly string[]): EncodedResource {
-  let byKey = withSockets.get(cluster);
-  if (byKey === undefined) withSockets.set(cluster, (byKey = new Map()));
-  let secured = byKey.get(key);
-  if (secured === undefined) {
+  return memoisedOn(withSockets, cluster, key, () => {
     const { value } = lookupType('google.protobuf.Any').decode(cluster.any) as unknown as { value: Uint8Array };
     const type = lookupType('envoy.config.cluster.v3.Cluster');
     const fields = type.toObject(type.decode(value));
-    secured = encodeResource(CLUSTER, cluster.name, { ...fields, transport_socket: transportSocket }, cluster.references, secrets);
-    byKey.set(key, secured);
-  }
-  return secured;
+    return encodeResource(CLUSTER, cluster.name, { ...fields, transport_socket: transportSocket }, cluster.references, secrets);
+  });
 }
 
 /** An Envoy outbound's cluster with mTLS: the node's certificate presented, the service's SPIFFE ID checked (I8). */

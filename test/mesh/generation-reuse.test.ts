@@ -5,6 +5,7 @@ import { encodeCount } from '../../src/xds/encode.js';
 import type { Snapshot } from '../../src/xds/snapshot.js';
 import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE } from '../../src/xds/type-urls.js';
 import { meshState, projection, storedDataplane, storedMesh, withDataplane } from './fixtures.js';
+import { withPolicies } from './policy-fixtures.js';
 
 const SERVICES = 10;
 const NODES = 100;
@@ -95,6 +96,31 @@ describe('generation reuses what did not change', () => {
       expect(now?.types[typeUrl].version).toBe(old?.types[typeUrl].version);
     }
     expect(now?.types[ENDPOINT].version).not.toBe(old?.types[ENDPOINT].version);
+  });
+
+  it('encodes a policy change once for all the nodes it selects, not once a node', () => {
+    // NODES Envoys calling the HTTP service echo (two versions), under a Mesh-wide MeshTimeout.
+    const timeout = (requestTimeout: string) => ({
+      type: 'MeshTimeout',
+      mesh: 'default',
+      name: 'echo-timeout',
+      spec: { targetRef: { kind: 'Mesh' }, to: [{ targetRef: { kind: 'MeshService', name: 'echo' }, default: { http: { requestTimeout } } }] },
+    });
+    const callers = Array.from({ length: NODES }, (_, i) =>
+      storedDataplane({ name: `web-${i}`, address: `10.1.0.${i}`, inbound: [{ port: 10001, tags: { service: 'web' } }], outbound: [{ port: 20001, service: 'echo' }] }),
+    );
+    const echo = ['v1', 'v2'].map((version, i) => storedDataplane({ name: `echo-${version}`, address: `10.2.0.${i}`, inbound: [{ port: 8080, tags: { service: 'echo', version, protocol: 'http' } }] }));
+    const state = meshState(storedMesh(), [...callers, ...echo]);
+    const web = callers.map(({ resource }) => `default.${resource.name}`);
+    generateAll(projection(1, withPolicies(state, [timeout('5s')])), web);
+    const before = encodeCount();
+    const after = generateAll(projection(2, withPolicies(state, [timeout('10s')])), web);
+    // The Envoys' outbound listener, RouteConfiguration and echo cluster, and the mesh's shared
+    // RouteConfiguration and cluster of echo for proxyless gRPC, each once; no node's inbound again.
+    expect(encodeCount() - before).toBe(5);
+    const route = after.get('default.web-0')!.types[ROUTE].wildcard.get('outbound:127.0.0.1:20001');
+    expect(route).toBeDefined();
+    for (const snapshot of after.values()) expect(snapshot.types[ROUTE].wildcard.get('outbound:127.0.0.1:20001')).toBe(route);
   });
 
   it('encodes one empty ClusterLoadAssignment when a service loses its last endpoint, however many nodes call it', () => {
