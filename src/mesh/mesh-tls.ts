@@ -96,6 +96,18 @@ export function trustBundleOf(state: MeshResources): string {
  * Dataplane being deleted) keeps the old CA signing, which `GET /meshes/{mesh}/ca` shows.
  */
 export function signingAuthority(state: MeshResources): Held<CertificateAuthority> | undefined {
+  let signing = signers.get(state);
+  if (signing === undefined) {
+    signing = { authority: findSigningAuthority(state) };
+    signers.set(state, signing);
+  }
+  return signing.authority;
+}
+
+// Once per mesh state: every certificate of a storm asks, and the answer reads every status.
+const signers = new WeakMap<MeshResources, { readonly authority: Held<CertificateAuthority> | undefined }>();
+
+function findSigningAuthority(state: MeshResources): Held<CertificateAuthority> | undefined {
   const authorities = authoritiesOf(state);
   for (let i = authorities.length - 1; i >= 0; i--) {
     const candidate = authorities[i]!;

@@ -172,9 +172,10 @@ export function assertSealed(snapshot: Snapshot): void {
 }
 
 /**
- * The Secret names the snapshot's listeners and clusters use that its Secrets lack (I8). Only
- * resources with TLS name any, so a mesh without mTLS pays a loop over empty lists; a node's
- * Secrets are its own, so there is no shared set to check once for all nodes.
+ * The Secret names the snapshot's listeners and clusters use that its Secrets lack (I8). A node's
+ * Secrets are its own, so each set is checked for every node; but what a set names is gathered
+ * once per set (`secretsNamedBy`): a mesh's shared sets (every gRPC server listener of the mesh)
+ * are not walked again for each node.
  */
 function missingSecrets(types: Readonly<Record<TypeUrl, TypeSnapshot>>): Set<string> | undefined {
   const target = types[SECRET];
@@ -182,10 +183,25 @@ function missingSecrets(types: Readonly<Record<TypeUrl, TypeSnapshot>>): Set<str
   for (const from of [LISTENER, CLUSTER] as const) {
     const type = types[from];
     for (const set of [type.wildcard, ...type.named]) {
-      for (const resource of set.list) for (const name of resource.secrets) if (!target.get(name)) (missing ??= new Set()).add(name);
+      for (const name of secretsNamedBy(set)) if (!target.get(name)) (missing ??= new Set()).add(name);
     }
   }
   return missing;
+}
+
+const namedSecrets = new WeakMap<ResourceSet, readonly string[]>();
+const NO_SECRETS: readonly string[] = Object.freeze([]);
+
+/** Every Secret name the resources of `set` use, distinct; sets are immutable, so once per set. */
+function secretsNamedBy(set: ResourceSet): readonly string[] {
+  let names = namedSecrets.get(set);
+  if (names === undefined) {
+    const distinct = new Set<string>();
+    for (const resource of set.list) for (const name of resource.secrets) distinct.add(name);
+    names = distinct.size === 0 ? NO_SECRETS : Object.freeze([...distinct]);
+    namedSecrets.set(set, names);
+  }
+  return names;
 }
 
 /** `missing` with the names `resource` references that `target` lacks; made only when one is missing. */
