@@ -117,8 +117,9 @@ const serviceLosesLastEndpoint: Rule = ({ facts }, mesh, was, is) => {
 const connectedDataplaneDeleted: Rule = ({ facts }, mesh, was, is) => {
   if (was === undefined) return [];
   const warnings: ChangeWarning[] = [];
-  for (const name of [...was.dataplanes.keys()].sort()) {
-    if (is?.dataplanes.has(name) === true) continue;
+  const deleted: string[] = [];
+  for (const name of was.dataplanes.keys()) if (is?.dataplanes.has(name) !== true) deleted.push(name);
+  for (const name of deleted.sort()) {
     const node = nodeIdOf(mesh, name);
     const connectedTo = facts.node(node)?.connectedTo ?? [];
     if (connectedTo.length === 0) continue;
@@ -214,7 +215,8 @@ interface DanglingShare {
 /** The shares of the mesh's MeshHTTPRoutes (weight above 0) whose service or subset no inbound serves. */
 function danglingShares(state: MeshResources): DanglingShare[] {
   const dangling = new Map<string, DanglingShare>();
-  const inbounds = [...state.dataplanes.values()].flatMap(({ resource }) => resource.networking.inbound.map(({ tags }) => tags));
+  // Read only for a mesh with routes: every write of every mesh asks.
+  let inbounds: readonly Readonly<Record<string, string>>[] | undefined;
   for (const { resource } of state.policies?.values() ?? []) {
     if (resource.type !== 'MeshHTTPRoute') continue;
     for (const entry of resource.spec.to) {
@@ -223,6 +225,7 @@ function danglingShares(state: MeshResources): DanglingShare[] {
         for (const ref of rule.default.backendRefs) {
           if (ref.weight === 0) continue;
           const tags = ref.kind === 'MeshServiceSubset' ? ref.tags : {};
+          inbounds ??= [...state.dataplanes.values()].flatMap(({ resource }) => resource.networking.inbound.map(({ tags }) => tags));
           if (inbounds.some((inbound) => inbound['service'] === ref.name && hasTags(inbound, tags))) continue;
           const id = [resource.name, to, ref.name, ...Object.entries(tags).sort().map(([key, value]) => `${key}=${value}`)].join('\0');
           // Several rules may share a target: it is one share to warn of.
