@@ -1,3 +1,4 @@
+import { memoisedOn } from '../common/index.js';
 import { protoDuration, type PolicySelection } from '../policies/index.js';
 import { anyOf, CLUSTER, encodeResource, LISTENER, ResourceSet, type EncodedResource } from '../xds/index.js';
 import type { Held } from './generation-input.js';
@@ -119,11 +120,20 @@ function build(stored: Held<Dataplane>, services: MeshServices, selection: Polic
   }
   return Object.freeze({
     listeners: new ResourceSet(listeners.values()),
-    clusters: new ResourceSet(clusters.values()),
-    routes: routes.length === 0 ? ResourceSet.empty : new ResourceSet(routes),
+    clusters: sharedSet(services, 'clusters', new ResourceSet(clusters.values())),
+    routes: routes.length === 0 ? ResourceSet.empty : sharedSet(services, 'routes', new ResourceSet(routes)),
     outboundServices: Object.freeze([...outboundServices].sort()),
     subsets: Object.freeze([...subsets.values()]),
   });
+}
+
+// Per mesh state, the nodes' cluster and route sets by content: nodes calling the same services
+// under the same policies hold one set, so what is made per set when a snapshot is sealed (its
+// type snapshot) is made once for all of them. Listener sets hold each node's own inbounds.
+const sharedSets = new WeakMap<MeshServices, Map<string, ResourceSet>>();
+
+function sharedSet(services: MeshServices, kind: 'clusters' | 'routes', set: ResourceSet): ResourceSet {
+  return memoisedOn(sharedSets, services, `${kind}\0${set.version}`, () => set);
 }
 
 /**

@@ -41,6 +41,15 @@ const clusters = new WeakMap<ClusterPlan, Map<string, EncodedResource>>();
  * named after the listener; a TCP service stays a TCP proxy.
  */
 export function envoyOutbound(port: number, service: string, services: MeshServices, selection: PolicySelection): EnvoyOutbound {
+  let bySelection = outbounds.get(services);
+  if (bySelection === undefined) outbounds.set(services, (bySelection = new WeakMap()));
+  return memoisedOn(bySelection, selection, `${port}\0${service}`, () => renderOutbound(port, service, services, selection));
+}
+
+// Per mesh state and selection: the nodes the same policies select share each outbound whole.
+const outbounds = new WeakMap<MeshServices, WeakMap<PolicySelection, Map<string, EnvoyOutbound>>>();
+
+function renderOutbound(port: number, service: string, services: MeshServices, selection: PolicySelection): EnvoyOutbound {
   const plan = routePlanOf(services, 'envoy', selection.outbound(service));
   const name = outboundListenerName(port);
   const http = plan.http

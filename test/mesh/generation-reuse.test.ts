@@ -121,6 +121,9 @@ describe('generation reuses what did not change', () => {
     const route = after.get('default.web-0')!.types[ROUTE].wildcard.get('outbound:127.0.0.1:20001');
     expect(route).toBeDefined();
     for (const snapshot of after.values()) expect(snapshot.types[ROUTE].wildcard.get('outbound:127.0.0.1:20001')).toBe(route);
+    // Their route and cluster sets are equal, so one object each: sealed once for all of them.
+    const first = after.get('default.web-0')!;
+    for (const snapshot of after.values()) for (const typeUrl of [ROUTE, CLUSTER]) expect(snapshot.types[typeUrl].wildcard).toBe(first.types[typeUrl].wildcard);
   });
 
   it('encodes one empty ClusterLoadAssignment when a service loses its last endpoint, however many nodes call it', () => {
