@@ -90,16 +90,22 @@ export function clustersOf(
  * order (the catch-all last), each with the plan's timeouts and retries.
  */
 export function routeConfiguration(name: string, service: string, plan: RoutePlan): EncodedResource {
-  return encodeResource(ROUTE, name, {
+  return encodeResource(
+    ROUTE,
     name,
-    virtual_hosts: [
-      {
-        name: service,
-        domains: ['*'],
-        routes: plan.routes.flatMap(({ matches, backends }) => matches.map((match) => ({ match, route: { ...destination(backends), ...plan.action } }))),
-      },
-    ],
-  });
+    {
+      name,
+      virtual_hosts: [
+        {
+          name: service,
+          domains: ['*'],
+          routes: plan.routes.flatMap(({ matches, backends }) => matches.map((match) => ({ match, route: { ...destination(backends), ...plan.action } }))),
+        },
+      ],
+    },
+    // The clusters its routes name: what a proxyless gRPC client then asks for over CDS.
+    plan.clusters.map((ref) => ref.name),
+  );
 }
 
 function destination(backends: readonly Backend[]): object {

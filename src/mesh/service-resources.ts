@@ -112,10 +112,13 @@ function apiListener(name: string): EncodedResource {
 }
 
 function routeToCluster(name: string): EncodedResource {
-  return encodeResource(ROUTE, name, {
+  return encodeResource(
+    ROUTE,
     name,
-    virtual_hosts: [{ name, domains: ['*'], routes: [{ match: { prefix: '' }, route: { cluster: name } }] }],
-  });
+    { name, virtual_hosts: [{ name, domains: ['*'], routes: [{ match: { prefix: '' }, route: { cluster: name } }] }] },
+    // The cluster it names, as routeConfiguration's: what a proxyless gRPC client then asks for.
+    [name],
+  );
 }
 
 /** Sorted by address then port, so every instance encodes the same bytes (I6). */
