@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { errorResponse, type ServerLimits } from './error-response.js';
 import { HeadersTooLargeError, MalformedRequestError, RequestTimeoutError } from './errors.js';
@@ -19,7 +19,11 @@ export function answerClientError(error: Error & { readonly code?: string }, soc
         : new MalformedRequestError('the request is not valid HTTP/1.1', { cause: error });
   const { status, body } = errorResponse(refusal, limits);
   const text = JSON.stringify(body);
-  if (socket.writable) {
+  // Bytes after a request the server is answering (its headers ended early) are not a request
+  // of their own: once that answer has begun, a second would read as the reply to something the
+  // peer never sent. Node's own handler keeps the same rule.
+  const answering = (socket as Socket & { readonly _httpMessage?: ServerResponse | null })._httpMessage;
+  if (socket.writable && answering?.headersSent !== true) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backendDataplane, startHarness, type Harness } from '../support/harness.js';
-import { rawHttp } from '../support/raw-http.js';
+import { rawBytes, rawHttp } from '../support/raw-http.js';
 
 /**
  * Issue 11's classes of mishandled HTTP input, one test each, against real control planes on
@@ -108,6 +108,16 @@ describe('issue 11: URL-level errors answer Chancery’s { code, field, reason }
     [`/meshes/${'m'.repeat(300)}`, 414, { code: 'CHANCERY_API_URL_TOO_LONG', field: 'url', reason: 'a segment of the URL path is longer than 256 characters; no name is' }],
   ])('answers GET %s with %i and exactly that body', async (path, status, body) => {
     expect(await everywhere(path)).toEqual({ status, body, allow: null });
+  });
+
+  it('answers a request once, when its headers end early and bytes that are no request follow', async () => {
+    // The blank line ends the headers of a request refused for its URL; what follows is left over.
+    const request = 'POST /meshes/%ff HTTP/1.1\r\nHost: t\r\n\r\n\u0000 not a request\r\nConnection: close\r\n\r\n';
+    for (const harness of planes.values()) {
+      const received = await rawBytes(harness.api, request);
+      expect(received.match(/HTTP\/1\.1 \d{3} /g), received).toEqual(['HTTP/1.1 400 ']);
+      expect(received).toContain('"reason":"the URL path is not valid percent-encoded UTF-8"');
+    }
   });
 
   it('answers a method the route does not take with 405 and Allow', async () => {

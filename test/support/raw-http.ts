@@ -13,20 +13,23 @@ export interface RawResponse {
  * 16 KiB, a NUL in the path). The request should ask for `Connection: close`, or be one the
  * server closes the connection after.
  */
-export function rawHttp(address: string, request: string | Buffer): Promise<RawResponse> {
+export async function rawHttp(address: string, request: string | Buffer): Promise<RawResponse> {
+  return parseResponse(await received(address, request));
+}
+
+/** Sends `request` as `rawHttp` does, and answers every byte the server sent back, as text. */
+export async function rawBytes(address: string, request: string | Buffer): Promise<string> {
+  return (await received(address, request)).toString('utf8');
+}
+
+function received(address: string, request: string | Buffer): Promise<Buffer> {
   const colon = address.lastIndexOf(':');
   return new Promise((resolve, reject) => {
     const socket = connect(Number(address.slice(colon + 1)), address.slice(0, colon));
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('error', reject);
-    socket.on('close', () => {
-      try {
-        resolve(parseResponse(Buffer.concat(chunks)));
-      } catch (error) {
-        reject(error);
-      }
-    });
+    socket.on('close', () => resolve(Buffer.concat(chunks)));
     socket.end(request);
   });
 }
