@@ -1,3 +1,6 @@
+import { protoDuration } from '../policies/index.js';
+import { anyOf } from '../xds/index.js';
+
 /**
  * Pieces of Envoy configuration that several generated resources share, in protobufjs
  * object form (enum names). An embedded `Any` is `anyOf`'s (src/xds/encode.ts), encoded beforehand.
@@ -28,4 +31,23 @@ export function socketAddress(address: string, port: number): object {
  */
 export function statPrefix(name: string): string {
   return name.replaceAll(':', '_');
+}
+
+/**
+ * Tries per outbound connection: an endpoint whose sidecar is not listening yet (just added)
+ * or any more (just removed) costs a retry on the next host, not a failed connection.
+ */
+const OUTBOUND_CONNECT_ATTEMPTS = 3;
+
+/** A TCP proxy to `cluster`: an outbound one retries the next host, and keeps the idle timeout a policy sets. */
+export function tcpProxyFilter(cluster: string, direction: 'INBOUND' | 'OUTBOUND', idleTimeout?: string): object {
+  return {
+    name: 'envoy.filters.network.tcp_proxy',
+    typed_config: anyOf(TCP_PROXY, {
+      stat_prefix: statPrefix(cluster),
+      cluster,
+      ...(direction === 'OUTBOUND' && { max_connect_attempts: { value: OUTBOUND_CONNECT_ATTEMPTS } }),
+      ...(idleTimeout !== undefined && { idle_timeout: protoDuration(idleTimeout) }),
+    }),
+  };
 }

@@ -1,9 +1,9 @@
 import { memoisedOn } from '../common/index.js';
-import { protoDuration, type PolicySelection } from '../policies/index.js';
-import { anyOf, CLUSTER, encodeResource, LISTENER, ResourceSet, type EncodedResource } from '../xds/index.js';
+import type { PolicySelection } from '../policies/index.js';
+import { CLUSTER, encodeResource, LISTENER, ResourceSet, type EncodedResource } from '../xds/index.js';
 import type { Held } from './generation-input.js';
-import { CONNECT_TIMEOUT, TCP_PROXY, socketAddress, statPrefix } from './envoy-fragments.js';
-import { inboundListenerName, localClusterName, outboundListenerName } from './names.js';
+import { CONNECT_TIMEOUT, socketAddress, tcpProxyFilter } from './envoy-fragments.js';
+import { inboundListenerName, localClusterName } from './names.js';
 import type { MeshServices } from './mesh-services.js';
 import type { Dataplane, InboundTls } from './resources.js';
 import { envoyOutbound } from './outbound-resources.js';
@@ -88,7 +88,7 @@ function inboundResources(stored: Held<Dataplane>, tls: NodeTlsPlan): InboundRes
   for (const { port, servicePort } of inbound) {
     const cluster = localClusterName(servicePort);
     const listener = inboundListenerName(address, port);
-    listeners.set(listener, tcpProxyListener(listener, address, port, cluster, 'INBOUND', undefined, tls));
+    listeners.set(listener, inboundListener(listener, address, port, cluster, tls));
     if (!clusters.has(cluster)) clusters.set(cluster, localCluster(cluster, servicePort));
   }
   const own = { listeners, clusters };
@@ -106,13 +106,8 @@ function build(stored: Held<Dataplane>, services: MeshServices, selection: Polic
   const subsets = new Map<string, ClusterRef>();
   for (const { port, service } of stored.resource.networking.outbound) {
     const outbound = envoyOutbound(port, service, services, selection);
-    if (outbound.http !== undefined) {
-      listeners.set(outbound.http.listener.name, outbound.http.listener);
-      routes.push(outbound.http.route);
-    } else {
-      const listener = outboundListenerName(port);
-      listeners.set(listener, tcpProxyListener(listener, '127.0.0.1', port, outbound.cluster, 'OUTBOUND', outbound.idleTimeout));
-    }
+    listeners.set(outbound.listener.name, outbound.listener);
+    if (outbound.route !== undefined) routes.push(outbound.route);
     // Mesh mTLS: the clusters of a service every endpoint of which accepts TLS present the node's certificate (I8).
     for (const cluster of outbound.clusters) clusters.set(cluster.name, tls.outboundTls(serviceOfCluster(cluster.name)) ? envoyTlsCluster(cluster, tls.mesh) : cluster);
     for (const each of outbound.services) outboundServices.add(each);
@@ -136,34 +131,11 @@ function sharedSet(services: MeshServices, kind: 'clusters' | 'routes', set: Res
   return memoisedOn(sharedSets, services, `${kind}\0${set.version}`, () => set);
 }
 
-/**
- * Tries per outbound connection: an endpoint whose sidecar is not listening yet (just added)
- * or any more (just removed) costs a retry on the next host, not a failed connection.
- */
-const OUTBOUND_CONNECT_ATTEMPTS = 3;
-
-function tcpProxyListener(
-  name: string,
-  address: string,
-  port: number,
-  cluster: string,
-  direction: 'INBOUND' | 'OUTBOUND',
-  idleTimeout?: string,
-  tls: NodeTlsPlan = PLAINTEXT,
-): EncodedResource {
-  const filters = [
-    {
-      name: 'envoy.filters.network.tcp_proxy',
-      typed_config: anyOf(TCP_PROXY, {
-        stat_prefix: statPrefix(cluster),
-        cluster,
-        ...(direction === 'OUTBOUND' && { max_connect_attempts: { value: OUTBOUND_CONNECT_ATTEMPTS } }),
-        ...(idleTimeout !== undefined && { idle_timeout: protoDuration(idleTimeout) }),
-      }),
-    },
-  ];
-  const inbound = direction === 'INBOUND' ? tls.inbound : 'plaintext';
-  if (inbound === 'plaintext') return encodeResource(LISTENER, name, { name, address: socketAddress(address, port), traffic_direction: direction, filter_chains: [{ filters }] });
+/** An inbound's listener: a TCP proxy to the app, behind the node's mTLS when its plan says so. */
+function inboundListener(name: string, address: string, port: number, cluster: string, tls: NodeTlsPlan): EncodedResource {
+  const filters = [tcpProxyFilter(cluster, 'INBOUND')];
+  const { inbound } = tls;
+  if (inbound === 'plaintext') return encodeResource(LISTENER, name, { name, address: socketAddress(address, port), traffic_direction: 'INBOUND', filter_chains: [{ filters }] });
   const mtls = { filter_chain_match: { transport_protocol: 'tls' }, transport_socket: downstreamTransportSocket(tls.mesh), filters };
   return encodeResource(
     LISTENER,
@@ -171,7 +143,7 @@ function tcpProxyListener(
     {
       name,
       address: socketAddress(address, port),
-      traffic_direction: direction,
+      traffic_direction: 'INBOUND',
       // Permissive: the inspector tells a TLS ClientHello from plaintext, and each gets its chain
       // (Kuma's and Istio's PERMISSIVE). Strict: only the mTLS chain, so plaintext matches nothing;
       // the inspector stays, so that permissive ↔ strict changes filter chains alone, which Envoy

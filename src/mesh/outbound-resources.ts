@@ -3,20 +3,18 @@ import { protoDuration, type PolicySelection } from '../policies/index.js';
 import { anyOf, encodeResource, LISTENER, ROUTE, type EncodedResource } from '../xds/index.js';
 import type { ClusterPlan } from './cluster-plan.js';
 import { clusterResource } from './cluster-resources.js';
-import { ADS_CONFIG_SOURCE, HTTP_CONNECTION_MANAGER, ROUTER, socketAddress, statPrefix } from './envoy-fragments.js';
+import { ADS_CONFIG_SOURCE, HTTP_CONNECTION_MANAGER, ROUTER, socketAddress, statPrefix, tcpProxyFilter } from './envoy-fragments.js';
 import type { MeshServices } from './mesh-services.js';
 import { outboundListenerName } from './names.js';
 import { clusterPlanOf, routePlanOf } from './plans.js';
 import type { Backend, ClientKind, ClusterRef, RoutePlan } from './route-plan.js';
 
-/** What an Envoy outbound is made of besides a TCP proxy's listener, which node-resources.ts builds. */
+/** What an Envoy outbound is made of. */
 export interface EnvoyOutbound {
-  /** For an HTTP service: the HTTP connection manager and its RouteConfiguration (named after the listener). */
-  readonly http?: { readonly listener: EncodedResource; readonly route: EncodedResource };
-  /** For a TCP service: the TCP proxy's idle timeout, when a policy sets one. */
-  readonly idleTimeout?: string;
-  /** The cluster a TCP proxy forwards to, the service's. */
-  readonly cluster: string;
+  /** An HTTP connection manager whose routes come over RDS, or a TCP proxy to the service's cluster. */
+  readonly listener: EncodedResource;
+  /** For an HTTP service: its RouteConfiguration, named after the listener. */
+  readonly route?: EncodedResource;
   /** Every cluster the outbound's routes name, each configured by the policies for calls to its service. */
   readonly clusters: readonly EncodedResource[];
   /** The ClusterLoadAssignments of the subsets among them, at this mesh state. */
@@ -27,11 +25,8 @@ export interface EnvoyOutbound {
   readonly subsetRefs: readonly ClusterRef[];
 }
 
-// Per plan (one per mesh state and effective configuration, shared by every node the same
-// policies select): an outbound's listener and RouteConfiguration are encoded once per port and a
-// cluster once per name for all those nodes, so a policy change encodes what it changed once, not
-// once a node (bench/README.md, sessions with policies).
-const httpOutbounds = new WeakMap<RoutePlan, Map<string, NonNullable<EnvoyOutbound['http']>>>();
+// A cluster once per plan (one per mesh state and effective configuration) and name: several
+// outbounds' routes may name it.
 const clusters = new WeakMap<ClusterPlan, Map<string, EncodedResource>>();
 
 /**
@@ -52,12 +47,10 @@ const outbounds = new WeakMap<MeshServices, WeakMap<PolicySelection, Map<string,
 function renderOutbound(port: number, service: string, services: MeshServices, selection: PolicySelection): EnvoyOutbound {
   const plan = routePlanOf(services, 'envoy', selection.outbound(service));
   const name = outboundListenerName(port);
-  const http = plan.http
-    ? memoisedOn(httpOutbounds, plan, name, () => ({ listener: httpListener(name, port, service, plan.idleTimeout), route: routeConfiguration(name, service, plan) }))
-    : undefined;
   return {
-    ...(http !== undefined ? { http } : plan.idleTimeout !== undefined && { idleTimeout: plan.idleTimeout }),
-    cluster: service,
+    ...(plan.http
+      ? { listener: httpListener(name, port, service, plan.idleTimeout), route: routeConfiguration(name, service, plan) }
+      : { listener: tcpListener(name, port, service, plan.idleTimeout) }),
     ...clustersOf('envoy', plan.clusters, services, selection),
   };
 }
@@ -111,6 +104,15 @@ export function routeConfiguration(name: string, service: string, plan: RoutePla
 function destination(backends: readonly Backend[]): object {
   if (backends.length === 1) return { cluster: backends[0]!.cluster };
   return { weighted_clusters: { clusters: backends.map(({ cluster, weight }) => ({ name: cluster, weight: { value: weight } })) } };
+}
+
+function tcpListener(name: string, port: number, service: string, idleTimeout: string | undefined): EncodedResource {
+  return encodeResource(LISTENER, name, {
+    name,
+    address: socketAddress('127.0.0.1', port),
+    traffic_direction: 'OUTBOUND',
+    filter_chains: [{ filters: [tcpProxyFilter(service, 'OUTBOUND', idleTimeout)] }],
+  });
 }
 
 function httpListener(name: string, port: number, service: string, idleTimeout: string | undefined): EncodedResource {
