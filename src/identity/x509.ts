@@ -62,9 +62,12 @@ async function importSigningKey(pem: string): Promise<CaSigningKey> {
   return { key: await webcrypto.subtle.importKey('pkcs8', der, algorithm, false, ['sign']), algorithm };
 }
 
-/** 16 random bytes with the top bit clear, in hex: a positive serial, as RFC 5280 requires. */
+/**
+ * 16 random bytes in hex, the first in 1–127: a positive serial (RFC 5280 §4.1.2.2) that DER
+ * carries as it is, with no leading zero byte dropped or added.
+ */
 export function randomSerial(): string {
   const serial = randomBytes(16);
-  serial[0]! &= 0x7f;
+  serial[0] = serial[0]! & 0x7f || 1;
   return serial.toString('hex');
 }

@@ -66,7 +66,7 @@ export class CertificateKeeper {
     const authority = signingAuthority(state);
     if (authority === undefined) throw new MtlsUnavailableError(state.mesh.resource.name, 'its CA is being created; try again');
     const now = this.#options.now();
-    const issued = await issueWorkloadCertificate({
+    const issued = issueWorkloadCertificate({
       authority: authority.resource,
       spiffeIds: spiffeIdsOf(dataplane.resource),
       now,
