@@ -38,16 +38,7 @@ import { printHot, profileFile } from './support/print-profile.js';
 import { printTable } from './support/print-table.js';
 import { rankCorrelation, since, spread, type Spread } from './support/stats.js';
 import { integerOption } from './support/integer-option.js';
-import { parseOnOff } from '../src/cli/option-parsers.js';
-
-/** An `on|off` option, read as `chancery run` reads its own; a refusal names the option. */
-function onOff(name: string, text: string): boolean {
-  try {
-    return parseOnOff(text);
-  } catch (error) {
-    throw new Error(`--${name}: ${(error as Error).message}`, { cause: error });
-  }
-}
+import { onOffOption } from './support/on-off-option.js';
 
 interface Options {
   readonly sizes: readonly number[];
@@ -201,7 +192,7 @@ function parseOptions(argv: readonly string[]): Options {
     pin: !values.unpinned && workers === 1 && canPin(),
     cpuProf: values['cpu-prof'],
     workers,
-    pregenerate: onOff('pregenerate', values.pregenerate),
+    pregenerate: onOffOption('pregenerate', values.pregenerate),
     survivor: values.survivor,
   };
 }

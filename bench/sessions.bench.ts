@@ -10,7 +10,7 @@
  *                             [--services 10] [--backends 3] [--streams-per-connection 1]
  *                             [--fleet-processes 2] [--no-ceiling] [--unpinned] [--cpu-prof [--alloc-prof]]
  *                             [--storm-change] [--workers 1] [--mesh plain,policies,strict]
- *                             [--certificate-ttl-s 86400]
+ *                             [--certificate-ttl-s 86400] [--pregenerate on|off]
  *
  * `--mesh` measures the same fleet under each mesh variant (support/mesh-shape.ts), one run each,
  * their rows beside each other: `plain` (the default), `policies` (HTTP outbounds with their
@@ -42,6 +42,7 @@ import type { PhaseProfile } from './support/cpu-profile.js';
 import type { WireProtocol } from './support/discovery-wire.js';
 import { FleetGroup } from './support/fleet-group.js';
 import { integerOption } from './support/integer-option.js';
+import { onOffOption } from './support/on-off-option.js';
 import { MESH_VARIANTS, type ChangeKind, type MeshShape, type MeshVariant } from './support/mesh-shape.js';
 import { printHot, profileFile } from './support/print-profile.js';
 import { printTable } from './support/print-table.js';
@@ -75,6 +76,8 @@ interface Options {
   readonly meshes: readonly MeshVariant[];
   /** A strict mesh's `certificateTTL`, in seconds. */
   readonly certificateTtlS: number;
+  /** Whether the server generates every dataplane and issues its certificate ahead of its node (`pregenerate`). */
+  readonly pregenerate: boolean;
 }
 
 /** Which server a run measured. */
@@ -207,6 +210,7 @@ function parseOptions(argv: readonly string[]): Options {
       workers: { type: 'string', default: '1' },
       mesh: { type: 'string', default: 'plain' },
       'certificate-ttl-s': { type: 'string', default: String(24 * 3_600) },
+      pregenerate: { type: 'string', default: 'on' },
     },
   });
   const count = (name: string, value: string, min: number, max: number) => integerOption(name, value, min, max);
@@ -239,6 +243,7 @@ function parseOptions(argv: readonly string[]): Options {
     meshes: meshes as MeshVariant[],
     // Chancery takes 30 s to 90 days.
     certificateTtlS: count('certificate-ttl-s', values['certificate-ttl-s'], 30, 90 * 24 * 3_600),
+    pregenerate: onOffOption('pregenerate', values.pregenerate),
   };
 }
 
@@ -284,7 +289,7 @@ async function runChancery(nodes: number, protocol: WireProtocol, mesh: MeshVari
   console.log(`\n[sessions] ${label}: starting the server`);
   const server = forkServer<ServerApi>('server', 'server.ts', options);
   return measuring(label, async () => {
-    const start = { refreshInterval: 1_000, streamsPerConnection: options.streamsPerConnection, api: true, workers: options.workers, ...(store !== undefined && { store }) };
+    const start = { refreshInterval: 1_000, streamsPerConnection: options.streamsPerConnection, api: true, workers: options.workers, pregenerate: options.pregenerate, ...(store !== undefined && { store }) };
     const { xds, api } = await server.request('start', start, 60 * SECOND);
     console.log(`[sessions] ${label}: applying ${nodes} dataplanes${shape.backends ? ` and ${shape.services * shape.backends} backends` : ''}`);
     const { ms: applyMs } = await server.request('apply', { shape, concurrency: 500, certificateTTL: `${options.certificateTtlS}s` }, 120 * SECOND);

@@ -86,6 +86,11 @@ export interface ControlPlane {
   lastSent(node: string): LastSent | undefined;
   /** The xDS streams this instance refused for their credentials: how many, and the last few. */
   refusals(): RefusalSummary;
+  /**
+   * Resolves once every Dataplane stored so far has its configuration generated ahead and, in a
+   * mesh with mTLS, its certificate issued (`pregenerate`); at once when pregeneration is off.
+   */
+  pregenerated(): Promise<void>;
   readonly store: ResourceStore;
   /** Prometheus metrics (`GET /metrics`); `metrics.registry` can be merged into an embedder's own. */
   readonly metrics: ControlPlaneMetrics;
@@ -162,6 +167,7 @@ class ChanceryControlPlane implements ControlPlane {
   /** One time-sliced scheduler for the sessions' fan-out, ticks and catch-ups, and the session records. */
   readonly #scheduler = new SessionScheduler();
   #certificates!: CertificateKeeper;
+  #pregeneration: Pregeneration | undefined;
   readonly #admission: StreamAuthenticator;
   readonly #saved: SavedSessions;
   readonly #tlsStatus: TlsStatusWriter;
@@ -280,9 +286,23 @@ class ChanceryControlPlane implements ControlPlane {
       now: this.#now,
       onError: (error, mesh) => this.#logger.warn({ err: error, mesh }, 'creating the mesh’s first CA failed; tried again at the next change'),
     });
+    const certificates = this.#certificates;
+    const generateAhead = storeGeneration(() => this.#running?.store.projection, (node) => certificates.ahead(node), this.#logger);
     const pregeneration = (options.pregenerate ?? DEFAULTS.pregenerate)
-      ? new Pregeneration({ generate: storeGeneration(() => this.#running?.store.projection, this.#logger), scheduler: this.#scheduler, generated: () => this.metrics.pregenerated() })
+      ? new Pregeneration({
+          // In a mesh with mTLS the node's certificate first, and its configuration with it: signing and
+          // encoding the node's own TLS resources are most of what its first answer would cost.
+          generate: (node) => {
+            // Stopped: the scheduler still runs what was queued.
+            if (this.#running === undefined) return;
+            certificates.issueAhead(node);
+            generateAhead(node);
+          },
+          scheduler: this.#scheduler,
+          generated: () => this.metrics.pregenerated(),
+        })
       : undefined;
+    this.#pregeneration = pregeneration;
     // Before the xDS port opens: after a restart the whole fleet reconnects at once.
     pregeneration?.first(store.projection, GENERATION_BEFORE_SERVING_MS);
     const subscriptions = [
@@ -351,6 +371,10 @@ class ChanceryControlPlane implements ControlPlane {
 
   refusals(): RefusalSummary {
     return this.#refusals.summary();
+  }
+
+  pregenerated(): Promise<void> {
+    return this.#pregeneration?.idle() ?? Promise.resolve();
   }
 
   /** Joins the fleet: saves this instance's sessions now and every `recordInterval`. */

@@ -186,7 +186,7 @@ export class ControlPlaneMetrics implements SessionCallbacks {
     });
     for (const status of ['401', '403']) this.#apiDenials.inc({ status }, 0);
     // Mesh mTLS (docs/mtls.md): no per-node label; per node, `GET /sessions/{node}` shows each certificate.
-    this.#certificatesIssued = new Counter({ name: 'chancery_certificates_issued_total', help: 'Workload certificates issued to nodes (renewals included).', registers });
+    this.#certificatesIssued = new Counter({ name: 'chancery_certificates_issued_total', help: 'Workload certificates issued to nodes, ahead of their sessions or when they asked (renewals included).', registers });
     this.#certificateRenewals = new Counter({ name: 'chancery_certificate_renewals_total', help: 'Workload certificates issued to replace one the node held.', registers });
     new Gauge({
       name: 'chancery_certificate_soonest_expiry_seconds',

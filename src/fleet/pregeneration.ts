@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { generate, nodeIdOf, type GenerationInput, type Held, type Dataplane } from '../mesh/index.js';
+import { generate, nodeIdOf, type Dataplane, type GenerationInput, type Held, type NodeCertificate } from '../mesh/index.js';
 import type { SessionScheduler } from '../sessions/index.js';
 
 export interface PregenerationOptions {
@@ -31,6 +31,8 @@ export class Pregeneration {
   /** The newest projection not yet looked through; undefined when the last sweep saw the newest. */
   #latest: GenerationInput | undefined;
   #sweeping = false;
+  /** Who waits for the sweeps to end (`idle`). */
+  #waiting: (() => void)[] = [];
 
   constructor(options: PregenerationOptions) {
     this.#options = options;
@@ -59,6 +61,12 @@ export class Pregeneration {
     let next = 0;
     while (next < due.length && now() < end) this.#generate(due[next++]!);
     this.#schedule(due.slice(next));
+  }
+
+  /** Resolves once every dataplane listed so far is generated and no sweep is due. */
+  idle(): Promise<void> {
+    if (!this.#sweeping) return Promise.resolve();
+    return new Promise((resolve) => this.#waiting.push(resolve));
   }
 
   /**
@@ -102,7 +110,10 @@ export class Pregeneration {
       [this],
       () => {
         this.#sweeping = false;
-        if (this.#latest !== undefined) this.#sweep();
+        if (this.#latest !== undefined) return this.#sweep();
+        const waiting = this.#waiting;
+        this.#waiting = [];
+        for (const resolve of waiting) resolve();
       },
       'idle',
     );
@@ -116,16 +127,21 @@ export class Pregeneration {
 
 /**
  * What an instance pregenerates with: each node's configuration from the projection current when
- * its turn comes (undefined once the instance stopped: the scheduler still runs what was queued),
- * the result dropped. A failure is logged, not thrown: the scheduler's work must not throw, and
- * the node's own session meets the same error and reports it.
+ * its turn comes (undefined once the instance stopped: the scheduler still runs what was queued)
+ * and, in a mesh with mTLS, the certificate issued ahead for it, the result dropped. A failure is
+ * logged, not thrown: the scheduler's work must not throw, and the node's own session meets the
+ * same error and reports it.
  */
-export function storeGeneration(projection: () => GenerationInput | undefined, logger: Logger): (node: string) => void {
+export function storeGeneration(
+  projection: () => GenerationInput | undefined,
+  certificate: (node: string) => NodeCertificate | undefined,
+  logger: Logger,
+): (node: string) => void {
   return (node) => {
     const current = projection();
     if (current === undefined) return;
     try {
-      generate(node, current);
+      generate(node, current, certificate(node));
     } catch (error) {
       logger.warn({ err: error, node }, 'generating ahead of the node failed');
     }

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createControlPlane, type ControlPlane } from '../../src/index.js';
@@ -5,6 +6,9 @@ import { Pregeneration } from '../../src/fleet/index.js';
 import type { Dataplane, GenerationInput, Held, MeshResources } from '../../src/mesh/index.js';
 import { SessionScheduler } from '../../src/sessions/index.js';
 import { MemoryEventLog } from '../../src/store/index.js';
+import { encodeCount } from '../../src/xds/encode.js';
+import { CLUSTER, LISTENER, SECRET } from '../../src/xds/type-urls.js';
+import { AdsStream } from '../support/ads-client.js';
 
 /** A stored dataplane as the projection holds it: a new object for each write. */
 const stored = (name: string) => ({ resource: { type: 'Dataplane', mesh: 'default', name } }) as unknown as Held<Dataplane>;
@@ -137,6 +141,16 @@ async function pregenerations(cp: ControlPlane): Promise<number> {
   return Number(/^chancery_pregenerations_total (\d+)$/m.exec(text)?.[1]);
 }
 
+async function certificatesIssued(cp: ControlPlane): Promise<number> {
+  const text = await cp.metrics.text();
+  return Number(/^chancery_certificates_issued_total (\d+)$/m.exec(text)?.[1]);
+}
+
+/** Enabling mTLS makes the mesh's CA in the background: the turns until it is stored. */
+async function untilAuthority(cp: ControlPlane): Promise<void> {
+  for (let turn = 0; turn < 10_000 && cp.list('CertificateAuthority', 'default').length === 0; turn++) await new Promise((resolve) => setImmediate(resolve));
+}
+
 async function untilIdle(cp: ControlPlane, expected: number): Promise<number> {
   // The idle lane runs over later turns of the event loop: wait on them, not on a clock.
   for (let turn = 0; turn < 1_000 && (await pregenerations(cp)) < expected; turn++) await new Promise((resolve) => setImmediate(resolve));
@@ -176,6 +190,37 @@ describe('a control plane generating ahead of its nodes', () => {
       expect(await pregenerations(restarted)).toBe(30);
     } finally {
       await restarted.stop();
+    }
+  });
+
+  it('issues each dataplane of a mesh with mTLS its certificate ahead, and serves its node with it, signing and encoding nothing more', async () => {
+    const cp = createControlPlane({ store: 'memory', xdsAddress: '127.0.0.1:0', apiAddress: false, logger: pino({ level: 'silent' }) });
+    await cp.start();
+    const stream = AdsStream.open(cp.addresses.xds);
+    try {
+      await cp.apply({ type: 'Mesh', name: 'default', dataplaneAuth: 'none', mtls: { mode: 'strict' } });
+      await untilAuthority(cp);
+      for (let i = 0; i < 3; i++) await cp.apply(dataplane(`dp-${i}`, 10_000 + i));
+      await cp.pregenerated();
+      expect(await certificatesIssued(cp)).toBe(3);
+      const encodedAhead = encodeCount();
+
+      stream.send({ typeUrl: CLUSTER, nodeId: 'default.dp-1' });
+      stream.ack(await stream.nextResponse());
+      stream.send({ typeUrl: LISTENER });
+      stream.ack(await stream.nextResponse());
+      stream.send({ typeUrl: SECRET, resourceNames: ['mtls:identity', 'mtls:trust:default'] });
+      const secrets = await stream.nextResponse();
+      const identity = secrets.resources.find((secret) => secret['name'] === 'mtls:identity') as { tls_certificate: { certificate_chain: { inline_string: string } } };
+      const served = new X509Certificate(identity.tls_certificate.certificate_chain.inline_string);
+      expect(served.subjectAltName).toBe('URI:spiffe://default/dp-1');
+      expect(cp.session('default.dp-1')?.certificate?.serial).toBe(served.serialNumber.toLowerCase());
+      expect(await certificatesIssued(cp)).toBe(3);
+      // Its listeners, clusters and Secrets were encoded ahead, with the certificate it was then handed.
+      expect(encodeCount() - encodedAhead).toBe(0);
+    } finally {
+      stream.close();
+      await cp.stop();
     }
   });
 

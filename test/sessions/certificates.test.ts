@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
@@ -160,5 +161,78 @@ describe('certificates in the session chart', () => {
     clock.increment(TTL);
     await settled();
     expect(keeper.size).toBe(0);
+  });
+});
+
+describe('certificates issued ahead of the session', () => {
+  /** A keeper over a strict mesh with one CA and `web-1`, on a clock the test moves, counting what it signs. */
+  async function keeperAhead() {
+    store = createMemoryStore({ instance: 'ahead' });
+    await store.start();
+    for (const resource of [
+      { type: 'Mesh', name: 'default', dataplaneAuth: 'none', mtls: { mode: 'strict', certificateTTL: '30s' } },
+      { type: 'Mesh', name: 'plain', dataplaneAuth: 'none' },
+      envoyDataplane('web-1'),
+      { ...envoyDataplane('web-1'), mesh: 'plain' },
+    ]) {
+      const valid = validate(resource);
+      if (!valid.ok) throw new Error('fixture is invalid');
+      await store.put(valid.resource);
+    }
+    await rotateMeshAuthority(store, 'default', 1_800_000_000_000);
+    let now = 1_800_000_000_000;
+    const signed: boolean[] = [];
+    const keeper = new CertificateKeeper({ projection: () => store!.projection, now: () => now, onIssued: (renewal) => signed.push(renewal) });
+    return { keeper, signed, later: (ms: number) => (now += ms) };
+  }
+  /** The serial of the certificate the node is served now, as its PEM carries it. */
+  const servedSerial = (keeper: CertificateKeeper) => new X509Certificate(keeper.current(NODE)!.certificate).serialNumber.toLowerCase();
+
+  it('hands the session the certificate issued ahead, signing nothing more', async () => {
+    const { keeper, signed } = await keeperAhead();
+    keeper.issueAhead(NODE);
+    keeper.issueAhead(NODE);
+    expect(signed).toEqual([false]);
+    expect(keeper.current(NODE)).toBeUndefined();
+    const first = await keeper.issue(NODE);
+    expect(signed).toEqual([false]);
+    expect(servedSerial(keeper)).toBe(first.serial);
+    // Handed over once: the next ask (a renewal) signs.
+    const renewed = await keeper.issue(NODE);
+    expect(renewed.serial).not.toBe(first.serial);
+    expect(signed).toEqual([false, true]);
+    // Held by a session: nothing more is issued ahead for it.
+    keeper.issueAhead(NODE);
+    expect(signed).toEqual([false, true]);
+  });
+
+  it('signs anew when the Dataplane was rewritten, the CA rotated, or the renewal came due since; issues nothing ahead without mTLS', async () => {
+    const { keeper, signed, later } = await keeperAhead();
+    keeper.issueAhead(NODE);
+    const rewritten = validate({ ...envoyDataplane('web-1'), networking: { ...envoyDataplane('web-1').networking, address: '127.0.0.2' } });
+    if (!rewritten.ok) throw new Error('fixture is invalid');
+    await store!.put(rewritten.resource);
+    const afterRewrite = await keeper.issue(NODE);
+    expect(signed).toEqual([false, false]);
+    keeper.forget(NODE);
+
+    keeper.issueAhead(NODE);
+    await rotateMeshAuthority(store!, 'default', 1_800_000_000_000);
+    const afterRotation = await keeper.issue(NODE);
+    expect(afterRotation.issuer).toBe('ca-2');
+    expect(signed).toHaveLength(4);
+    keeper.forget(NODE);
+
+    keeper.issueAhead(NODE);
+    later(20_000);
+    const afterDue = await keeper.issue(NODE);
+    expect(afterDue.renewAt).toBeGreaterThan(1_800_000_020_000);
+    expect(signed).toHaveLength(6);
+    expect(servedSerial(keeper)).toBe(afterDue.serial);
+    expect(new Set([afterRewrite.serial, afterRotation.serial, afterDue.serial]).size).toBe(3);
+
+    keeper.issueAhead('plain.web-1');
+    keeper.issueAhead('default.nobody');
+    expect(signed).toHaveLength(6);
   });
 });
