@@ -210,6 +210,7 @@ class ChanceryControlPlane implements ControlPlane {
       stored: (mesh, name) => (this.store.get({ type: 'DataplaneTls', mesh, name }) as Stored<DataplaneTls> | undefined)?.resource,
       write: (statuses: readonly Valid<DataplaneTls>[]) => this.store.write(statuses.map((resource) => ({ kind: 'upserted', resource })), { caller: 'chancery' }),
       logger: this.#logger,
+      sessions: () => this.#registry.size,
     }));
     const acks: SessionCallbacks = {
       onRequest: (node, kind) => {

@@ -7,7 +7,9 @@ import * as x509 from '@peculiar/x509';
 /**
  * The project's one X.509 library (STYLE "src/policies and mTLS": no second one beside it):
  * certificates, CSRs and their extensions are built with @peculiar/x509 on Node's WebCrypto,
- * never with hand-written ASN.1. This module holds what every certificate Chancery makes shares.
+ * or, for the workload certificates a fleet needs by the thousand, with the ASN.1 schema it is
+ * built on (@peculiar/asn1-x509) and Node's native signing; never with hand-written ASN.1. This
+ * module holds what every certificate Chancery makes shares.
  */
 export { x509 };
 

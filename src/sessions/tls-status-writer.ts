@@ -11,12 +11,19 @@ export interface TlsStatusWriterOptions {
   /** Writes statuses as one batch (upserts, one revision); rejects when the store cannot take them. */
   readonly write: (statuses: readonly Valid<DataplaneTls>[]) => Promise<unknown>;
   readonly logger: Logger;
-  /** ms the statuses of a round gather before it is written (default 1 s); see `#flush`. */
-  readonly pace?: number;
+  /** How many sessions this instance holds now: what each round of statuses makes regenerate. */
+  readonly sessions: () => number;
 }
 
-/** ms a round of statuses gathers for, by default. */
+/** ms a round of statuses gathers for, at least. */
 const PACE = 1_000;
+/**
+ * ms more a round gathers for each session of the instance. A round is a revision of the mesh,
+ * which each session regenerates from (about 40 µs of CPU a session, its chart step included):
+ * spaced so, rounds cost at most a tenth of the event loop however large the fleet, where a 1 s
+ * pace cost a 10,000-node strict storm 18 rounds (bench/README.md).
+ */
+const PACE_PER_SESSION = 0.4;
 
 /**
  * Writes each node's DataplaneTls status (tls-readiness.ts) when the node has ACKed everything
@@ -69,7 +76,7 @@ export class TlsStatusWriter {
   }
 
   /**
-   * Writes in rounds, each one batch: what is pending after the round gathered for `pace` ms,
+   * Writes in rounds, each one batch: what is pending after the round gathered (1 s, longer in a large fleet),
    * and what arrives meanwhile waits for the next. Every write is a revision of the mesh, which
    * every node of the mesh is generated again from: a fleet's statuses (a new mesh's first ACKs,
    * a rotation's bundle, 10,000 nodes' storm) reach the change feed as one revision a round,
@@ -80,7 +87,8 @@ export class TlsStatusWriter {
     this.#writing = true;
     try {
       while (this.#pending.size > 0) {
-        await new Promise<void>((end) => (this.#gathering = { timer: setTimeout(end, this.#options.pace ?? PACE), end }));
+        const pace = Math.max(PACE, this.#options.sessions() * PACE_PER_SESSION);
+        await new Promise<void>((end) => (this.#gathering = { timer: setTimeout(end, pace), end }));
         this.#gathering = undefined;
         if (this.#stopped) return;
         const round: Valid<DataplaneTls>[] = [];
