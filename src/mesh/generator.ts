@@ -102,7 +102,18 @@ export function generate(node: string, projection: GenerationInput, certificate?
 }
 
 /** Which of an Envoy's listeners and clusters speak mTLS in its mesh now. */
+// Per mesh TLS view (the same object while no node's plan can change) and dataplane.
+const plans = new WeakMap<MeshTls, WeakMap<Dataplane, NodeTlsPlan>>();
+
 function tlsPlan(dataplane: Dataplane, tls: MeshTls): NodeTlsPlan {
+  let byDataplane = plans.get(tls);
+  if (byDataplane === undefined) plans.set(tls, (byDataplane = new WeakMap()));
+  let plan = byDataplane.get(dataplane);
+  if (plan === undefined) byDataplane.set(dataplane, (plan = planTls(dataplane, tls)));
+  return plan;
+}
+
+function planTls(dataplane: Dataplane, tls: MeshTls): NodeTlsPlan {
   const inbound = tls.mode === 'strict' ? 'strict' : 'permissive';
   const outbound = [...new Set(dataplane.networking.outbound.map(({ service }) => service))].sort();
   const tlsTo = outbound.filter((service) => tls.clientTls(service));

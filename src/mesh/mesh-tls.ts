@@ -53,10 +53,17 @@ export function serviceSpiffeId(mesh: string, service: string): string {
  * DNS label, without `/`) can take.
  */
 export function spiffeIdsOf(dataplane: Dataplane): readonly string[] {
-  const services = [...new Set(dataplane.networking.inbound.map((inbound) => inbound.tags.service))].sort();
-  if (services.length === 0) return [`spiffe://${dataplane.mesh}/dataplane/${dataplane.name}`];
-  return services.map((service) => serviceSpiffeId(dataplane.mesh, service));
+  let ids = spiffeIds.get(dataplane);
+  if (ids === undefined) {
+    const services = [...new Set(dataplane.networking.inbound.map((inbound) => inbound.tags.service))].sort();
+    ids = Object.freeze(services.length === 0 ? [`spiffe://${dataplane.mesh}/dataplane/${dataplane.name}`] : services.map((service) => serviceSpiffeId(dataplane.mesh, service)));
+    spiffeIds.set(dataplane, ids);
+  }
+  return ids;
 }
+
+// Asked at every generation of a node of a mesh with mTLS: once per stored Dataplane.
+const spiffeIds = new WeakMap<Dataplane, readonly string[]>();
 
 const AUTHORITY_ID = /^ca-([1-9]\d{0,8})$/;
 

@@ -4,7 +4,7 @@ import { ADS_CONFIG_SOURCE } from './envoy-fragments.js';
 import type { Held, MeshResources } from './generation-input.js';
 import { mtlsModeOf, serviceSpiffeId, spiffeIdsOf, trustBundleOf, unreportedInbound } from './mesh-tls.js';
 import { IDENTITY_SECRET, trustSecretName } from './names.js';
-import type { Dataplane, DataplaneTls, MtlsMode } from './resources.js';
+import type { Dataplane, DataplaneTls, Mesh, MtlsMode } from './resources.js';
 
 /**
  * How Envoy is told to speak mTLS (reference/mtls.md §2): workload certificate and trust bundle
@@ -35,7 +35,12 @@ export class CertificateNeededError extends ChanceryError {
     readonly revision: number,
     reason: string,
   ) {
+    // Returned, not thrown, at the first generation of every session of a mesh with mTLS: its
+    // stack (the generator's) tells nothing, and capturing it cost 35 µs a node in a storm.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(`${node} needs a certificate at revision ${revision}: ${reason}`);
+    Error.stackTraceLimit = stackTraceLimit;
   }
 }
 
@@ -49,6 +54,13 @@ export interface MeshTls {
 }
 
 const views = new WeakMap<MeshResources, MeshTls>();
+
+/**
+ * The mesh's last view and what it was built from. A round of DataplaneTls statuses is a new
+ * mesh state that most often changes nothing of the view: the same object then, so that what
+ * hangs on it (each node's TLS plan, its Secrets) is not made again for every node.
+ */
+const lastViews = new WeakMap<Held<Mesh>, { readonly authorities: MeshResources['authorities']; readonly refused: string; readonly view: MeshTls }>();
 
 /** The mTLS view of a mesh state. */
 export function meshTls(state: MeshResources): MeshTls {
@@ -68,21 +80,23 @@ function accepts(mode: MtlsMode, status: Held<DataplaneTls> | undefined): boolea
 function buildMeshTls(state: MeshResources): MeshTls {
   const mode = mtlsModeOf(state.mesh.resource);
   const mesh = state.mesh.resource.name;
-  const trust =
-    mode === 'disabled' || state.authorities.size === 0
-      ? undefined
-      : encodeResource(SECRET, trustSecretName(mesh), {
-          name: trustSecretName(mesh),
-          validation_context: { trusted_ca: { inline_string: trustBundleOf(state) } },
-        });
+  const secured = mode !== 'disabled' && state.authorities.size > 0;
   const refused = new Set<string>();
-  if (trust !== undefined) {
+  if (secured) {
     for (const [name, dataplane] of state.dataplanes) {
       if (accepts(mode, state.tls.get(name))) continue;
       for (const inbound of dataplane.resource.networking.inbound) refused.add(inbound.tags.service);
     }
   }
-  return { mode, trust, clientTls: (service) => trust !== undefined && !refused.has(service) };
+  const refusedKey = [...refused].sort().join('\n');
+  const last = lastViews.get(state.mesh);
+  if (last?.authorities === state.authorities && last.refused === refusedKey) return last.view;
+  const trust = secured
+    ? encodeResource(SECRET, trustSecretName(mesh), { name: trustSecretName(mesh), validation_context: { trusted_ca: { inline_string: trustBundleOf(state) } } })
+    : undefined;
+  const view: MeshTls = { mode, trust, clientTls: (service) => trust !== undefined && !refused.has(service) };
+  lastViews.set(state.mesh, { authorities: state.authorities, refused: refusedKey, view });
+  return view;
 }
 
 /** Why `certificate` cannot serve `dataplane` in `state`; undefined when it can. */
@@ -112,9 +126,17 @@ export function identitySecret(certificate: NodeCertificate): EncodedResource {
   return secret;
 }
 
+// One set per certificate and trust bundle: made again only at a renewal or a change of the CAs.
+const secretSets = new WeakMap<NodeCertificate, { readonly trust: EncodedResource; readonly set: ResourceSet }>();
+
 /** A node's Secrets: what its listeners and clusters name, and nothing else (I8). */
 export function nodeSecrets(tls: MeshTls, certificate: NodeCertificate): ResourceSet {
-  return new ResourceSet([identitySecret(certificate), tls.trust!]);
+  const trust = tls.trust!;
+  const held = secretSets.get(certificate);
+  if (held?.trust === trust) return held.set;
+  const set = new ResourceSet([identitySecret(certificate), trust]);
+  secretSets.set(certificate, { trust, set });
+  return set;
 }
 
 // Per mesh, and per mesh and service: encoded once, not once per node (bench/certificates.bench.ts).
