@@ -9,7 +9,7 @@ import {
   type Protocol,
   type StreamRequest,
 } from '../../src/xds/index.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET } from '../../src/xds/type-urls.js';
+import { CLUSTER, ENDPOINT, FULL_STATE, LISTENER, ROUTE, SECRET } from '../../src/xds/type-urls.js';
 import { AdsStream, DeltaStream, type StreamEnd } from '../support/ads-client.js';
 
 /** One stream of the model's client, as the replay drives and checks it. */
@@ -241,7 +241,7 @@ class SotwModelStream extends WireStream<DecodedResponse> implements ModelStream
   /** Every response is ACKed, as Envoy does; a change of clusters changes the EDS subscription too. */
   protected receive(response: DecodedResponse): void {
     this.sent.push({ typeUrl: response.typeUrl, names: response.resources.map(nameOf), removed: [] });
-    this.owner.held.set(response.typeUrl, response);
+    this.owner.held.set(response.typeUrl, this.#applied(response));
     const names = this.#named(response.typeUrl);
     this.ads.send({ typeUrl: response.typeUrl, versionInfo: response.versionInfo, responseNonce: response.nonce, resourceNames: [...names] });
     this.answered.add(response.nonce);
@@ -252,6 +252,19 @@ class SotwModelStream extends WireStream<DecodedResponse> implements ModelStream
     this.edsNames = wanted;
     const eds = this.last(ENDPOINT);
     this.ads.send({ typeUrl: ENDPOINT, resourceNames: wanted, versionInfo: eds?.versionInfo ?? '', responseNonce: eds?.nonce ?? '' });
+  }
+
+  /**
+   * What it holds of the type once `response` is applied: an LDS or CDS response is the whole
+   * set; an EDS, RDS or SDS one replaces the resources it carries, and Envoy keeps the others it
+   * still asks for (xDS: not full-state).
+   */
+  #applied(response: DecodedResponse): DecodedResponse {
+    if ((FULL_STATE as ReadonlySet<string>).has(response.typeUrl)) return response;
+    const named = new Set(this.#named(response.typeUrl));
+    const kept = this.owner.holds(response.typeUrl).filter((resource) => named.has(nameOf(resource)));
+    const byName = new Map([...kept, ...response.resources].map((resource) => [nameOf(resource), resource]));
+    return { ...response, resources: [...byName.values()] };
   }
 
   /** Asks for the Secrets its clusters and listeners name, once they name any. */

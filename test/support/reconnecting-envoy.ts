@@ -1,6 +1,6 @@
 import type { DecodedDeltaResponse, DecodedResponse } from '../../src/xds/decode.js';
 import type { Protocol } from '../../src/xds/index.js';
-import { CLUSTER, ENDPOINT, LISTENER } from '../../src/xds/type-urls.js';
+import { CLUSTER, ENDPOINT, FULL_STATE, LISTENER } from '../../src/xds/type-urls.js';
 import { AdsStream, DeltaStream } from './ads-client.js';
 
 /** One stream of a `ReconnectingEnvoy`, with every response it got and how it ended. */
@@ -79,9 +79,12 @@ export class ReconnectingEnvoy {
     if (subscribed) subscribe();
     await this.#answer(stream, (response: DecodedResponse) => {
       this.#versions.set(response.typeUrl, response.versionInfo);
-      // State of the world: the response is all the Envoy holds of the type.
+      // State of the world: an LDS or CDS response is all the Envoy holds of the type; an EDS one
+      // replaces the assignments it carries, the others it asks for kept (xDS: not full-state).
       const names = response.resources.map((resource) => String(resource['name'] ?? resource['cluster_name']));
-      this.#apply(response.typeUrl, response.controlPlane, new Map(names.map((name) => [name, response.versionInfo])), names, []);
+      const kept = (FULL_STATE as ReadonlySet<string>).has(response.typeUrl) ? [] : [...(this.#held.get(response.typeUrl) ?? [])].filter(([name]) => this.edsClusters.includes(name));
+      const holds = new Map([...kept, ...names.map((name) => [name, response.versionInfo] as const)]);
+      this.#apply(response.typeUrl, response.controlPlane, holds, names, []);
       stream.ack(response, response.typeUrl === ENDPOINT ? this.edsClusters : []);
       if (response.typeUrl === CLUSTER && !subscribed) {
         subscribed = true;

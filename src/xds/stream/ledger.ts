@@ -45,7 +45,10 @@ export interface Sent {
   /** SotW: the response's version; Delta: the system version (each resource has its own). */
   readonly version: string;
   readonly nonce: string;
-  /** SotW: the last response's resources; Delta: every resource the node holds. */
+  /**
+   * SotW: every resource the last response makes the node hold (an EDS, RDS or SDS response
+   * carries only those that changed since what the node ACKed); Delta: every resource the node holds.
+   */
   readonly resources: readonly EncodedResource[];
   readonly at: number;
 }

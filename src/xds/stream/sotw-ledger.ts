@@ -1,6 +1,7 @@
 import { isoTime } from '../../common/index.js';
 import { assertSealed, type Snapshot } from '../snapshot.js';
 import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from '../type-urls.js';
+import type { EncodedResource } from '../encode.js';
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
 import { requestKind } from './request-kind.js';
 import { selectResources } from './select-resources.js';
@@ -26,9 +27,27 @@ function typeLedger(type: TypeLedger): TypeLedger {
 }
 
 /**
+ * What a response of `typeUrl` carries of `resources`, everything the subscription selects now.
+ * LDS and CDS: all of them, a response being the whole set the client holds. EDS, RDS and SDS
+ * (xDS: not full-state, a resource a response leaves out is kept): once the client ACKed the
+ * last response, only those that differ from what it holds, so one endpoint more is one
+ * ClusterLoadAssignment on the wire, not every one the node uses; all of them otherwise, and
+ * when none differs (the version moved for a resource dropped from the selection).
+ */
+function changedSinceAcked(typeUrl: TypeUrl, type: TypeLedger, resources: readonly EncodedResource[]): readonly EncodedResource[] {
+  const { sent, acked } = type;
+  if (FULL_STATE.has(typeUrl) || sent === undefined || acked?.nonce !== sent.nonce) return resources;
+  const held = new Map(sent.resources.map((resource) => [resource.name, resource.version]));
+  const changed = resources.filter((resource) => held.get(resource.name) !== resource.version);
+  return changed.length > 0 ? changed : resources;
+}
+
+/**
  * The SotW ledger: per type, the subscription (with the legacy wildcard rule) and the last
- * response sent, ACKed and NACKed. A SotW response carries every resource the subscription
- * selects; a value, `receive` and `respond` return the ledger after the step.
+ * response sent, ACKed and NACKed. A SotW response makes the client hold every resource the
+ * subscription selects (`sent` records them all; an EDS, RDS or SDS response carries only those
+ * that changed, `changedSinceAcked`); a value, `receive` and `respond` return the ledger after
+ * the step.
  */
 export class SotwLedger implements Ledger {
   readonly protocol = 'sotw';
@@ -103,7 +122,8 @@ export class SotwLedger implements Ledger {
     }
     const nonce = String(this.#nonce + 1);
     const next = new SotwLedger(this.streamId, this.#nonce + 1, withType(this.#types, typeUrl, typeLedger({ ...type, sent: { version, nonce, resources, at: now }, resendOwed: false })));
-    return { ledger: next, response: { protocol: 'sotw', typeUrl, version, nonce, resources } };
+    const changed = force || type.resendOwed ? resources : changedSinceAcked(typeUrl, type, resources);
+    return { ledger: next, response: { protocol: 'sotw', typeUrl, version, nonce, resources: changed } };
   }
 
   /** Types the client has asked for on this stream, in push order (I5). */

@@ -23,16 +23,18 @@ import { CLUSTER, ENDPOINT, FULL_STATE, LISTENER, ROUTE, SECRET, type TypeUrl } 
 
 const cluster = (name: string, port = 1) =>
   encodeResource(CLUSTER, name, { name, type: 'EDS', eds_cluster_config: { service_name: name, eds_config: { ads: {} } }, connect_timeout: { seconds: port } }, [name]);
-const assignment = (name: string) => encodeResource(ENDPOINT, name, { cluster_name: name, endpoints: [] });
+/** A cluster's endpoints: none, or one on `port`. */
+const assignment = (name: string, port?: number) =>
+  encodeResource(ENDPOINT, name, { cluster_name: name, endpoints: port === undefined ? [] : [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '10.0.0.1', port_value: port } } } }] }] });
 
-/** A node's configuration: its clusters (wildcard), and the endpoints they name. */
-function snapshot(revision: number, clusters: readonly ReturnType<typeof cluster>[]): Snapshot {
+/** A node's configuration: its clusters (wildcard), and the endpoints they name (`endpoints`: the port of a cluster's one endpoint). */
+function snapshot(revision: number, clusters: readonly ReturnType<typeof cluster>[], endpoints: Readonly<Record<string, number>> = {}): Snapshot {
   const sealed = sealSnapshot({
     node: 'default.web-1',
     revision,
     types: {
       [CLUSTER]: { wildcard: new ResourceSet(clusters), named: [] },
-      [ENDPOINT]: { wildcard: ResourceSet.empty, named: [new ResourceSet(clusters.map((c) => assignment(c.name)))] },
+      [ENDPOINT]: { wildcard: ResourceSet.empty, named: [new ResourceSet(clusters.map((c) => assignment(c.name, endpoints[c.name])))] },
       [LISTENER]: { wildcard: ResourceSet.empty, named: [] },
       [ROUTE]: { wildcard: ResourceSet.empty, named: [] },
       [SECRET]: { wildcard: ResourceSet.empty, named: [] },
@@ -255,10 +257,49 @@ describe('the SotW ledger, by its own rules', () => {
     expect(stream.ledger.report(CLUSTER)?.acked?.nonce).toBe(first.nonce);
   });
 
-  it('carries every selected resource in each response, the changed and the unchanged', () => {
-    const stream = new Stream('sotw');
-    stream.receive(client.ack(stream.served(client)));
-    expect(names(stream.respond(CLUSTER, A_CHANGED))).toEqual(['a', 'b']);
+  describe('an EDS, RDS or SDS response carries only what changed since the ACKed one (xDS: not full-state)', () => {
+    const B_MOVED = snapshot(2, [cluster('a'), cluster('b')], { b: 8080 });
+    /** A stream that was sent A's endpoints, `a` and `b`, and ACKed them when `ack`. */
+    const endpointsSent = (ack: boolean) => {
+      const stream = new Stream('sotw');
+      stream.receive(client.subscribe(ENDPOINT, ['a', 'b']));
+      const first = stream.respond(ENDPOINT, A)!;
+      if (ack) stream.receive(client.ack(first));
+      return { stream, first };
+    };
+
+    it('sends the changed resource alone once the last response was ACKed, and records all it holds', () => {
+      const { stream, first } = endpointsSent(true);
+      const next = stream.respond(ENDPOINT, B_MOVED);
+      expect(names(next)).toEqual(['b']);
+      // Its version is the whole set's, as a full response's would be.
+      expect(next?.version).toBe(endpointsSent(false).stream.respond(ENDPOINT, B_MOVED)?.version);
+      expect(next?.version).not.toBe(first.version);
+      expect(stream.ledger.report(ENDPOINT)?.sent?.resources.map((resource) => resource.name)).toEqual(['a', 'b']);
+    });
+
+    it('sends them all when the last response was not ACKed (NACKed, or not answered yet)', () => {
+      const unanswered = endpointsSent(false).stream;
+      expect(names(unanswered.respond(ENDPOINT, B_MOVED))).toEqual(['a', 'b']);
+      const { stream, first } = endpointsSent(false);
+      stream.receive(client.nack(first, 'rejected'));
+      expect(names(stream.respond(ENDPOINT, B_MOVED))).toEqual(['a', 'b']);
+    });
+
+    it('sends them all on a resend (a warming cluster) and after the subscription changed', () => {
+      const { stream } = endpointsSent(true);
+      expect(names(stream.respond(ENDPOINT, B_MOVED, new Set(['a'])))).toEqual(['a', 'b']);
+      const resubscribed = endpointsSent(true).stream;
+      resubscribed.receive({ protocol: 'sotw', typeUrl: ENDPOINT, versionInfo: '', resourceNames: ['b', 'a'], responseNonce: '' });
+      resubscribed.receive(client.subscribe(ENDPOINT, ['a']));
+      expect(names(resubscribed.respond(ENDPOINT, B_MOVED))).toEqual(['a']);
+    });
+
+    it('keeps CDS and LDS whole', () => {
+      const stream = new Stream('sotw');
+      stream.receive(client.ack(stream.served(client)));
+      expect(names(stream.respond(CLUSTER, A_CHANGED))).toEqual(['a', 'b']);
+    });
   });
 
   it('skips the first response to a reconnecting wildcard client that already holds the version (xDS: safe to skip)', () => {
