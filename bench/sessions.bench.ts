@@ -538,12 +538,15 @@ function meanResponse(type: ShortType, traffic: Traffic): number {
   return Math.max(1, Math.round(traffic.bytes[type] / Math.max(1, traffic.responses[type]) - 5));
 }
 
-/** What the ceiling answers each subscription with: the mean size of Chancery's responses per type it sent in the storm. */
+/**
+ * What the ceiling answers each subscription with: the mean size of Chancery's responses per type
+ * it sent in the storm (a change's own size is `changeSizes`: after an ACK, an EDS or RDS
+ * response carries only what changed).
+ */
 function responseSizes(run: ChanceryRun): ResponseSizes {
   const { storm } = run;
   const sent = (Object.keys(storm.traffic.responses) as ShortType[]).filter((type) => storm.traffic.responses[type] > 0);
-  // EDS as a change sends it, which is what the ceiling's change writes too.
-  return { ...Object.fromEntries(sent.map((type) => [type, meanResponse(type, storm.traffic)])), EDS: changeSizes(run).endpoint };
+  return Object.fromEntries(sent.map((type) => [type, meanResponse(type, storm.traffic)])) as ResponseSizes;
 }
 
 /** What the ceiling's change of each kind writes: the mean size of the changed type's responses in Chancery's first change of that kind. */
