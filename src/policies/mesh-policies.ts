@@ -29,6 +29,8 @@ export class MeshPolicies {
   /** Every policy, sorted by type then name. */
   readonly all: readonly Policy[];
   readonly #selections = new Map<string, PolicySelection>();
+  /** By dataplane (a stored Dataplane's `networking`, one object while it is unchanged): matched once, not at every generation. */
+  readonly #selected = new WeakMap<Selectable, PolicySelection>();
 
   private constructor(all: readonly Policy[]) {
     this.all = all;
@@ -55,6 +57,15 @@ export class MeshPolicies {
    * policies share one selection, and with it every effective configuration derived from it.
    */
   select(dataplane: Selectable): PolicySelection {
+    let selection = this.#selected.get(dataplane);
+    if (selection === undefined) {
+      selection = this.#match(dataplane);
+      this.#selected.set(dataplane, selection);
+    }
+    return selection;
+  }
+
+  #match(dataplane: Selectable): PolicySelection {
     let key = '';
     const selected: Policy[] = [];
     for (const policy of this.all) {
