@@ -77,6 +77,10 @@ describe('ResponseEncoder', () => {
       { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '2', nonce: '9', resources: fanned },
       { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '2', nonce: '10', resources: fanned },
       { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '2', nonce: '11', resources: other },
+      // Equal lists of their own (what changed since each node's ACK): the same body; one element other: not.
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '3', nonce: '14', resources: [small, medium] },
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '3', nonce: '15', resources: [small, medium] },
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '3', nonce: '16', resources: [small, large] },
     ];
     const written = responses.map((response) => encoder.encode(response));
     expect(written).toEqual(responses.map(alone));
@@ -89,6 +93,9 @@ describe('ResponseEncoder', () => {
       ['2', '9', 2],
       ['2', '10', 2],
       ['2', '11', 1],
+      ['3', '14', 2],
+      ['3', '15', 2],
+      ['3', '16', 2],
     ]);
   });
 
