@@ -23,15 +23,18 @@ export interface TextSink {
  */
 export function stopSignal(): Promise<string> {
   return new Promise((resolve) => {
+    // `on`, not `once`, and the new listener added before the old is removed: Node restores a
+    // signal's default action (exit) whenever its last listener goes, and the second Ctrl-C,
+    // npm's, arriving in that instant killed Chancery mid-drain (test/cli/ctrl-c.test.ts, 1 run in 8).
     const stop = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
       process.on('SIGINT', stopping);
       process.on('SIGTERM', stopping);
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
       resolve(signal);
     };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
   });
 }
 
