@@ -101,10 +101,10 @@ export function generate(node: string, projection: GenerationInput, certificate?
   return sealed;
 }
 
-/** Which of an Envoy's listeners and clusters speak mTLS in its mesh now. */
 // Per mesh TLS view (the same object while no node's plan can change) and dataplane.
 const plans = new WeakMap<MeshTls, WeakMap<Dataplane, NodeTlsPlan>>();
 
+/** Which of an Envoy's listeners and clusters speak mTLS in its mesh now. */
 function tlsPlan(dataplane: Dataplane, tls: MeshTls): NodeTlsPlan {
   let byDataplane = plans.get(tls);
   if (byDataplane === undefined) plans.set(tls, (byDataplane = new WeakMap()));
