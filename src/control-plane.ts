@@ -287,18 +287,9 @@ class ChanceryControlPlane implements ControlPlane {
       now: this.#now,
       onError: (error, mesh) => this.#logger.warn({ err: error, mesh }, 'creating the mesh’s first CA failed; tried again at the next change'),
     });
-    const certificates = this.#certificates;
-    const generateAhead = storeGeneration(() => this.#running?.store.projection, (node) => certificates.ahead(node), this.#logger);
     const pregeneration = (options.pregenerate ?? DEFAULTS.pregenerate)
       ? new Pregeneration({
-          // In a mesh with mTLS the node's certificate first, and its configuration with it: signing and
-          // encoding the node's own TLS resources are most of what its first answer would cost.
-          generate: (node) => {
-            // Stopped: the scheduler still runs what was queued.
-            if (this.#running === undefined) return;
-            certificates.issueAhead(node);
-            generateAhead(node);
-          },
+          generate: storeGeneration(() => this.#running?.store.projection, this.#certificates, this.#logger),
           scheduler: this.#scheduler,
           generated: () => this.metrics.pregenerated(),
         })

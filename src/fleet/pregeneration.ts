@@ -125,23 +125,29 @@ export class Pregeneration {
   }
 }
 
+/** What pregeneration needs of the instance's certificates (the sessions' `CertificateKeeper`). */
+export interface CertificatesAhead {
+  /** Issues the node its certificate ahead, when its mesh has mTLS and it holds none. */
+  issueAhead(node: string): void;
+  /** The certificate issued ahead for the node, if any. */
+  ahead(node: string): NodeCertificate | undefined;
+}
+
 /**
- * What an instance pregenerates with: each node's configuration from the projection current when
- * its turn comes (undefined once the instance stopped: the scheduler still runs what was queued)
- * and, in a mesh with mTLS, the certificate issued ahead for it, the result dropped. A failure is
- * logged, not thrown: the scheduler's work must not throw, and the node's own session meets the
- * same error and reports it.
+ * What an instance pregenerates with: in a mesh with mTLS the node's certificate first, then its
+ * configuration with that certificate (signing and encoding its TLS resources are most of what
+ * its first answer would cost), from the projection current when its turn comes (undefined once
+ * the instance stopped: the scheduler still runs what was queued), the result dropped. A failure
+ * is logged, not thrown: the scheduler's work must not throw, and the node's own session meets
+ * the same error and reports it.
  */
-export function storeGeneration(
-  projection: () => GenerationInput | undefined,
-  certificate: (node: string) => NodeCertificate | undefined,
-  logger: Logger,
-): (node: string) => void {
+export function storeGeneration(projection: () => GenerationInput | undefined, certificates: CertificatesAhead, logger: Logger): (node: string) => void {
   return (node) => {
     const current = projection();
     if (current === undefined) return;
     try {
-      generate(node, current, certificate(node));
+      certificates.issueAhead(node);
+      generate(node, current, certificates.ahead(node));
     } catch (error) {
       logger.warn({ err: error, node }, 'generating ahead of the node failed');
     }
