@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fleetFactsOf, NO_FACTS, warningsOf, type FleetFacts, type SessionFacts } from '../../src/changes/index.js';
 import { validate, type Resource, type Valid } from '../../src/mesh/index.js';
 import { applyEvents, asResourceVersion, asSeq, emptyProjection, type Projection, type ResourceEvent } from '../../src/store/index.js';
+import { versionSplit } from '../mesh/policy-fixtures.js';
 
 const at = '2030-01-01T00:00:00.000Z';
 const by = { instance: 'test' };
@@ -48,31 +49,7 @@ function after(before: Projection, change: { readonly put?: Valid<Resource>[]; r
 /** echo with versions, and a MeshHTTPRoute sending `weights` of web's calls to echo's v1 and v2. */
 const versioned = (name: string, version: string, port: number) =>
   valid({ type: 'Dataplane', mesh: 'default', name, networking: { address: '127.0.0.1', inbound: [{ port, tags: { service: 'echo', version, protocol: 'http' } }] } });
-const canary = (weights: readonly [number, number]) =>
-  valid({
-    type: 'MeshHTTPRoute',
-    mesh: 'default',
-    name: 'echo-canary',
-    spec: {
-      targetRef: { kind: 'Mesh' },
-      to: [
-        {
-          targetRef: { kind: 'MeshService', name: 'echo' },
-          rules: [
-            {
-              matches: [{ path: { type: 'PathPrefix', value: '/' } }],
-              default: {
-                backendRefs: [
-                  { kind: 'MeshServiceSubset', name: 'echo', tags: { version: 'v1' }, weight: weights[0] },
-                  { kind: 'MeshServiceSubset', name: 'echo', tags: { version: 'v2' }, weight: weights[1] },
-                ],
-              },
-            },
-          ],
-        },
-      ],
-    },
-  });
+const canary = (weights: readonly [number, number]) => valid(versionSplit('echo-canary', 'echo', weights));
 
 const session = (node: string, state: string, instance = 'cp-1', names: readonly string[] = []): SessionFacts => ({
   node,

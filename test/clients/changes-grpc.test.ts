@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PreviewAnswer } from '../../src/changes/index.js';
 import { createControlPlane, type ControlPlane } from '../../src/index.js';
 import { runCli } from '../cli/cli-harness.js';
+import { versionSplit } from '../mesh/policy-fixtures.js';
 import { startEchoBackend, type EchoBackend, type EchoClient } from '../support/echo-backend.js';
 import { backendDataplane, clientDataplane } from '../support/harness.js';
 import { eventually, Traffic } from '../support/traffic.js';
@@ -123,30 +124,7 @@ const WRITES: ReadonlyArray<{ readonly name: string; readonly args: readonly str
   {
     name: 'a MeshHTTPRoute splitting greeter 80/20 by version',
     args: ['apply', '-f', '-'],
-    body: {
-      type: 'MeshHTTPRoute',
-      mesh: 'default',
-      name: 'greeter-split',
-      spec: {
-        targetRef: { kind: 'Mesh' },
-        to: [
-          {
-            targetRef: { kind: 'MeshService', name: 'greeter' },
-            rules: [
-              {
-                matches: [{ path: { type: 'PathPrefix', value: '/' } }],
-                default: {
-                  backendRefs: [
-                    { kind: 'MeshServiceSubset', name: 'greeter', tags: { version: 'v1' }, weight: 80 },
-                    { kind: 'MeshServiceSubset', name: 'greeter', tags: { version: 'v2' }, weight: 20 },
-                  ],
-                },
-              },
-            ],
-          },
-        ],
-      },
-    },
+    body: versionSplit('greeter-split', 'greeter', [80, 20]),
   },
   { name: 'an endpoint of greeter removed', args: ['delete', 'dataplane', 'greeter-2', '--mesh', 'default'] },
 ];

@@ -24,6 +24,32 @@ export const dataplanes = () => [
   storedDataplane({ name: 'grpc-client', address: '10.0.0.9', inbound: [{ port: 7000, tags: { service: 'frontend', app: 'frontend' } }] }),
 ];
 
+/** A MeshHTTPRoute `name` sending every call to `service` to its `version: v1` and `v2` endpoints by `weights`: a canary, as Kuma writes it. */
+export const versionSplit = (name: string, service: string, weights: readonly [number, number]) => ({
+  type: 'MeshHTTPRoute',
+  mesh: 'default',
+  name,
+  spec: {
+    targetRef: { kind: 'Mesh' },
+    to: [
+      {
+        targetRef: { kind: 'MeshService', name: service },
+        rules: [
+          {
+            matches: [{ path: { type: 'PathPrefix', value: '/' } }],
+            default: {
+              backendRefs: [
+                { kind: 'MeshServiceSubset', name: service, tags: { version: 'v1' }, weight: weights[0] },
+                { kind: 'MeshServiceSubset', name: service, tags: { version: 'v2' }, weight: weights[1] },
+              ],
+            },
+          },
+        ],
+      },
+    ],
+  },
+});
+
 /** A mesh state with these policies, as the projection folds them. */
 export function withPolicies(state: MeshState, policies: readonly unknown[]): MeshState {
   const held = policies.map((input) => stored(valid(input) as Valid<Policy>) as Stored<Policy>);
