@@ -140,6 +140,8 @@ export const sessionMachine = sessionSetup.createMachine({
           { guard: 'validNode', target: '#awaiting-snapshot', actions: 'adoptStream' },
           { target: '#evicted', actions: 'refuseNode' },
         ],
+        // A certificate issued ahead (pregeneration), handed over before the stream: the first generation has it.
+        'certificate.issued': { actions: 'recordCertificate' },
       },
     },
     streaming: {

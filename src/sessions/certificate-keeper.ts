@@ -33,8 +33,8 @@ export interface CertificateKeeperOptions {
  *
  * Pregeneration issues them ahead too (`issueAhead`), so that a fleet connecting at once is not
  * held up by signing: a certificate issued ahead hangs on the stored Dataplane it was made for
- * (a rewrite or a delete drops it with it) until that node's session asks, and is handed over
- * then if its CA still signs and its renewal is not yet due.
+ * (a rewrite or a delete drops it with it) until that node's session is created or asks, and is
+ * handed over then if its CA still signs and its renewal is not yet due.
  */
 export class CertificateKeeper {
   readonly #options: CertificateKeeperOptions;
@@ -80,16 +80,29 @@ export class CertificateKeeper {
     const { state, dataplane } = found;
     const authority = signingAuthority(state);
     if (authority === undefined) throw new MtlsUnavailableError(state.mesh.resource.name, 'its CA is being created; try again');
-    const ahead = this.#ahead.get(dataplane);
-    this.#ahead.delete(dataplane);
-    const now = this.#options.now();
-    const usable = ahead !== undefined && ahead.issuer === authority.resource.name && renewalDue(ahead.notBefore, ahead.notAfter) > now;
-    const issued = usable ? ahead : sign(authority, state, dataplane, now);
+    const handed = this.handOver(node);
+    if (handed !== undefined) return handed;
     const renewal = this.#held.has(node);
-    this.#held.set(node, issued);
-    if (!usable) this.#options.onIssued?.(renewal);
-    const { spiffeIds, serial, issuer, notBefore, notAfter } = issued;
-    return { spiffeIds, serial, issuer, notAfter, renewAt: renewalDue(notBefore, notAfter) };
+    const issued = sign(authority, state, dataplane, this.#options.now());
+    this.#options.onIssued?.(renewal);
+    return this.#hold(node, issued);
+  }
+
+  /**
+   * Hands `node` the certificate issued ahead for its Dataplane as stored now, when its CA still
+   * signs and its renewal is not yet due, without waiting: a session being created takes it
+   * before its first generation (session-registry.ts). Undefined when there is none to hand over.
+   */
+  handOver(node: string): CertificateInfo | undefined {
+    const found = this.#find(node);
+    if (!found.ok) return undefined;
+    const { state, dataplane } = found;
+    const ahead = this.#ahead.get(dataplane);
+    if (ahead === undefined) return undefined;
+    this.#ahead.delete(dataplane);
+    const authority = signingAuthority(state);
+    const usable = ahead.issuer === authority?.resource.name && renewalDue(ahead.notBefore, ahead.notAfter) > this.#options.now();
+    return usable ? this.#hold(node, ahead) : undefined;
   }
 
   /**
@@ -112,6 +125,13 @@ export class CertificateKeeper {
     }
     this.#ahead.set(dataplane, issued);
     this.#options.onIssued?.(false);
+  }
+
+  /** Holds `issued` as the node's certificate, and says what its session shows of it. */
+  #hold(node: string, issued: IssuedWorkloadCertificate): CertificateInfo {
+    this.#held.set(node, issued);
+    const { spiffeIds, serial, issuer, notBefore, notAfter } = issued;
+    return { spiffeIds, serial, issuer, notAfter, renewAt: renewalDue(notBefore, notAfter) };
   }
 
   #find(node: string): { ok: true; state: MeshResources; dataplane: Held<Dataplane> } | { ok: false; error: DataplaneNotFoundError } {

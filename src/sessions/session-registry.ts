@@ -77,8 +77,17 @@ export interface SessionRegistryOptions {
 /** What the registry needs of whoever issues certificates. */
 export interface CertificateIssuer {
   issue(node: string): Promise<CertificateInfo>;
+  /** The certificate issued ahead for the node, handed over at once; undefined when there is none to hand over. */
+  handOver(node: string): CertificateInfo | undefined;
   /** The node's session was evicted: its certificate goes with it (I3). */
   forget(node: string): void;
+}
+
+/** A node's certificate timer (renewal or retry), whether an issue is under way, and the next retry's wait. */
+interface CertificateEntry {
+  timer?: unknown;
+  issuing: boolean;
+  retry: number;
 }
 
 /** ms before a failed issue is tried again, doubling up to the most. */
@@ -114,7 +123,7 @@ export class SessionRegistry implements SessionGateway {
    * its life, or a retry after a failure), and whether an issue is under way. Cleared with the
    * session (I3).
    */
-  readonly #certificates = new Map<string, { timer?: unknown; issuing: boolean; retry: number }>();
+  readonly #certificates = new Map<string, CertificateEntry>();
 
   /** What every session tells the registry: one object for all of them. */
   readonly #keeper: SessionKeeper = {
@@ -314,7 +323,21 @@ export class SessionRegistry implements SessionGateway {
     this.#ordered.splice(this.#place(node), 0, node);
     this.#counts[sessionStateOf(session.at)]++;
     actor.start();
+    this.#handOver(session);
     return session;
+  }
+
+  /**
+   * A new session takes the certificate issued ahead for its node (pregeneration) before its
+   * stream is opened, so its first generation already has it: without, a node of a mesh with mTLS
+   * is generated once for nothing, then again once its certificate is issued.
+   */
+  #handOver(session: Session): void {
+    const certificate = this.#options.certificates?.handOver(session.node);
+    if (certificate === undefined) return;
+    const at = this.#options.now();
+    this.#dueIn(session, this.#certificateEntry(session.node), certificate.renewAt - at);
+    session.send({ type: 'certificate.issued', at, certificate, generate: this.#options.generate });
   }
 
   #carryOut(session: Session, intent: SessionIntent): void {
@@ -377,30 +400,25 @@ export class SessionRegistry implements SessionGateway {
   #issueCertificate(session: Session): void {
     const { node } = session;
     const issuer = this.#options.certificates;
-    let entry = this.#certificates.get(node);
-    if (entry === undefined) {
-      entry = { issuing: false, retry: CERTIFICATE_RETRY.first };
-      this.#certificates.set(node, entry);
-    }
+    const entry = this.#certificateEntry(node);
     if (entry.issuing) return;
     entry.issuing = true;
-    const current = entry;
     const done = (event: SessionEvent, dueIn: number) => {
-      current.issuing = false;
+      entry.issuing = false;
       // Evicted meanwhile: nothing is kept for it.
       if (this.#sessions.get(node) !== session) return;
-      this.#dueIn(node, session, current, dueIn);
+      this.#dueIn(session, entry, dueIn);
       this.#tell([session], event);
     };
     (issuer === undefined ? Promise.reject(new Error('this instance issues no certificates')) : issuer.issue(node)).then(
       (certificate) => {
-        current.retry = CERTIFICATE_RETRY.first;
+        entry.retry = CERTIFICATE_RETRY.first;
         const at = this.#options.now();
         done({ type: 'certificate.issued', at, certificate, generate: this.#options.generate }, certificate.renewAt - at);
       },
       (error: unknown) => {
-        const wait = current.retry;
-        current.retry = Math.min(wait * 2, CERTIFICATE_RETRY.most);
+        const wait = entry.retry;
+        entry.retry = Math.min(wait * 2, CERTIFICATE_RETRY.most);
         const reason = error instanceof Error ? error.message : String(error);
         // The mesh's CA still being created (every node of a mesh just switched to mTLS meets it) is expected, and brief.
         if ((error as { code?: unknown }).code === MTLS_UNAVAILABLE) this.#log.debug({ node, reason, retryIn: wait }, 'no certificate to issue yet; the node keeps what it holds');
@@ -410,12 +428,22 @@ export class SessionRegistry implements SessionGateway {
     );
   }
 
-  #dueIn(node: string, session: Session, entry: { timer?: unknown }, ms: number): void {
+  #certificateEntry(node: string): CertificateEntry {
+    let entry = this.#certificates.get(node);
+    if (entry === undefined) {
+      entry = { issuing: false, retry: CERTIFICATE_RETRY.first };
+      this.#certificates.set(node, entry);
+    }
+    return entry;
+  }
+
+  /** Tells the session, `ms` from now, that a certificate is due: its renewal, or a retry. */
+  #dueIn(session: Session, entry: CertificateEntry, ms: number): void {
     const { clock } = this.#options;
     if (entry.timer !== undefined) clock.clearTimeout(entry.timer as never);
     entry.timer = clock.setTimeout(() => {
       entry.timer = undefined;
-      if (this.#sessions.get(node) === session) this.#tell([session], { type: 'certificate.due', at: this.#options.now() });
+      if (this.#sessions.get(session.node) === session) this.#tell([session], { type: 'certificate.due', at: this.#options.now() });
     }, Math.max(0, ms));
   }
 

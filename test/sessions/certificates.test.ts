@@ -40,12 +40,14 @@ async function mtlsRegistry() {
   const keeper = new CertificateKeeper({ projection: () => store!.projection, now });
   let issuing = 0;
   let failing = 0;
+  const generations = { ok: 0, failed: 0 };
   const scheduler = new SessionScheduler();
   const registry = new SessionRegistry({
     instanceId: 'certificates',
     evictionGrace: GRACE,
     generate: (node) => {
       const result = generate(node, store!.projection, keeper.current(node));
+      generations[result.ok ? 'ok' : 'failed'] += 1;
       return result.ok ? result : { ok: false, revision: store!.projection.revision, error: { code: result.error.code, message: result.error.message } };
     },
     revision: () => store!.projection.revision,
@@ -60,6 +62,7 @@ async function mtlsRegistry() {
         const issued = failing-- > 0 ? Promise.reject(new Error('the store is unreachable')) : keeper.issue(node);
         return issued.finally(() => (issuing -= 1));
       },
+      handOver: (node) => keeper.handOver(node),
       forget: (node) => keeper.forget(node),
     },
   });
@@ -74,7 +77,7 @@ async function mtlsRegistry() {
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
   };
-  return { registry, keeper, clock, views, settled, failNext: (times: number) => (failing = times) };
+  return { registry, keeper, clock, views, settled, generations, failNext: (times: number) => (failing = times) };
 }
 
 /**
@@ -161,6 +164,44 @@ describe('certificates in the session chart', () => {
     clock.increment(TTL);
     await settled();
     expect(keeper.size).toBe(0);
+  });
+});
+
+describe('a certificate issued ahead, handed to a new session', () => {
+  it('is held before the first generation, which succeeds at once; it is renewed at 2/3 of its life like any other', async () => {
+    const { registry, keeper, clock, views, settled, generations } = await mtlsRegistry();
+    keeper.issueAhead(NODE);
+    const ahead = keeper.ahead(NODE)!;
+    const sink = new RecordingSink();
+    registry.open(stream('s1'), sink, NODE, request(CLUSTER));
+    await settled();
+    expect(views.get(NODE)).toMatchObject({ state: 'serving', certificate: { issuer: 'ca-1' } });
+    // Generated once, with the certificate issued ahead: no generation failed for want of it.
+    expect(generations).toEqual({ ok: 1, failed: 0 });
+    expect(keeper.current(NODE)?.certificate).toBe(ahead.certificate);
+    registry.request(NODE, 's1', request(SECRET, ['mtls:identity', 'mtls:trust:default']));
+    await settled();
+    assertNoMissingSecret(sink);
+    const first = views.get(NODE)!.certificate!;
+
+    // Its renewal timer was set with the hand-over.
+    clock.increment(20_000);
+    await settled();
+    expect(views.get(NODE)!.certificate!.serial).not.toBe(first.serial);
+    expect(sink.sent.at(-1)?.typeUrl).toBe(SECRET);
+    assertNoMissingSecret(sink);
+  });
+
+  it('is not handed over once its renewal came due: the session is issued one when it asks', async () => {
+    const { registry, keeper, clock, views, settled, generations } = await mtlsRegistry();
+    keeper.issueAhead(NODE);
+    const ahead = keeper.ahead(NODE)!;
+    clock.increment(20_000);
+    registry.open(stream('s1'), new RecordingSink(), NODE, request(CLUSTER));
+    await settled();
+    expect(views.get(NODE)?.state).toBe('serving');
+    expect(keeper.current(NODE)?.certificate).not.toBe(ahead.certificate);
+    expect(generations).toEqual({ ok: 1, failed: 1 });
   });
 });
 
