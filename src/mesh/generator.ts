@@ -60,7 +60,7 @@ export function generate(node: string, projection: GenerationInput, certificate?
   }
   const services = meshServices(state);
   // The policies selecting the node, matched by a pure function of the mesh at this revision (I9).
-  const selection = MeshPolicies.of(state.policies, state).select(dataplane.resource.networking);
+  const selection = MeshPolicies.of(state.policies, state.mesh).select(dataplane.resource.networking);
   const grpc = grpcNamedSets(services, selection);
   const tls = meshTls(state);
   let plan = PLAINTEXT;

@@ -1,9 +1,12 @@
 import { ResourceSet } from '../xds/index.js';
 import type { MeshServices } from './mesh-services.js';
 import type { NodeResources } from './node-resources.js';
+import type { ClusterRef } from './route-plan.js';
 
-// Per mesh state, by the names a node needs: nodes with the same outbounds share one set.
-const byState = new WeakMap<MeshServices, Map<string, ResourceSet>>();
+// Per mesh state, by the subsets a node's routes name (one list for every node of an outbound
+// part, node-resources.ts, whose outbound services it also fixes): nodes with the same
+// outbounds share one set, found without building a key per node.
+const byState = new WeakMap<MeshServices, WeakMap<readonly ClusterRef[], ResourceSet>>();
 
 /**
  * The ClusterLoadAssignments a node's own clusters name that the mesh's shared set lacks (I5):
@@ -13,13 +16,12 @@ const byState = new WeakMap<MeshServices, Map<string, ResourceSet>>();
 export function nodeEndpoints(services: MeshServices, own: NodeResources): ResourceSet {
   const missing = services.missingEndpoints(own.outboundServices);
   if (own.subsets.length === 0) return missing;
-  const key = `${missing.version}\n${own.subsets.map((ref) => ref.name).join('\n')}`;
   let ofState = byState.get(services);
-  if (ofState === undefined) byState.set(services, (ofState = new Map()));
-  let set = ofState.get(key);
+  if (ofState === undefined) byState.set(services, (ofState = new WeakMap()));
+  let set = ofState.get(own.subsets);
   if (set === undefined) {
     set = new ResourceSet([...missing.list, ...own.subsets.map((ref) => services.subset(ref.service, ref.tags!).assignment)]);
-    ofState.set(key, set);
+    ofState.set(own.subsets, set);
   }
   return set;
 }

@@ -1,6 +1,6 @@
 import { memoisedOn } from '../common/index.js';
 import type { PolicySelection } from '../policies/index.js';
-import { CLUSTER, encodeResource, LISTENER, ResourceSet, type EncodedResource } from '../xds/index.js';
+import { CLUSTER, encodeResource, LISTENER, ResourceSet, sameContent, sortedByName, type EncodedResource } from '../xds/index.js';
 import type { Held } from './generation-input.js';
 import { CONNECT_TIMEOUT, socketAddress, tcpProxyFilter } from './envoy-fragments.js';
 import { inboundListenerName, localClusterName } from './names.js';
@@ -37,29 +37,56 @@ export interface NodeResources {
   readonly subsets: readonly ClusterRef[];
 }
 
-// A stored Dataplane is a new object only when it is written, so its resources are encoded
-// once per write and per change of what its outbounds are rendered from (the protocol of each
-// service it calls, the policies for those calls), not once per push or per unrelated change.
-const memo = new WeakMap<Held<Dataplane>, { readonly context: string; readonly own: NodeResources }>();
-
 /**
- * A dataplane's own resources, built once per stored object and outbound context. `selection`
- * holds the policies that select the dataplane; `services` the mesh state its outbounds' routes
- * and clusters are planned at.
+ * What a node's outbounds make, shared by every node of a mesh state with the same outbounds
+ * (ports and services), the same policies and the same TLS plan: rendered once for all of them.
  */
-export function nodeResources(stored: Held<Dataplane>, services: MeshServices, selection: PolicySelection, tls: NodeTlsPlan = PLAINTEXT): NodeResources {
-  const context = `${tls.key}\n${outboundContext(stored.resource, services, selection)}`;
-  const held = memo.get(stored);
-  if (held?.context === context) return held.own;
-  const own = build(stored, services, selection, tls);
-  memo.set(stored, { context, own });
-  return own;
+interface OutboundPart {
+  /** How each outbound is planned, its clusters included: equal contexts, equal resources. */
+  readonly context: string;
+  readonly listeners: readonly EncodedResource[];
+  /** By name: two outbounds may share a service. */
+  readonly clusters: ReadonlyMap<string, EncodedResource>;
+  readonly routes: ResourceSet;
+  readonly outboundServices: readonly string[];
+  readonly subsets: readonly ClusterRef[];
 }
 
-/** What a dataplane's resources depend on besides itself: how each outbound is planned, its clusters included. */
-function outboundContext(dataplane: Dataplane, services: MeshServices, selection: PolicySelection): string {
+// Per mesh state and selection, by TLS plan and outbounds: what the nodes sharing them share.
+const parts = new WeakMap<MeshServices, WeakMap<PolicySelection, Map<string, OutboundPart>>>();
+// Per selection and the same key, the part made last: a mesh state that changes nothing of how
+// the outbounds are planned (an endpoint change) keeps it, and every node keeps its resources.
+const lastParts = new WeakMap<PolicySelection, Map<string, OutboundPart>>();
+
+/** The outbounds of `outbound` under `selection` at this mesh state, made once for every node that shares them. */
+function outboundPart(outbound: Dataplane['networking']['outbound'], services: MeshServices, selection: PolicySelection, tls: NodeTlsPlan): OutboundPart {
+  let bySelection = parts.get(services);
+  if (bySelection === undefined) parts.set(services, (bySelection = new WeakMap()));
+  const key = `${tls.key}\n${outboundsText(outbound)}`;
+  return memoisedOn(bySelection, selection, key, () => {
+    const context = outboundContext(outbound, services, selection);
+    let last = lastParts.get(selection);
+    if (last === undefined) lastParts.set(selection, (last = new Map()));
+    const previous = last.get(key);
+    const part = previous?.context === context ? previous : buildPart(context, outbound, services, selection, tls);
+    last.set(key, part);
+    return part;
+  });
+}
+
+// Per stored outbound list: its ports and services as text, the key of the part it makes.
+const outboundsTexts = new WeakMap<Dataplane['networking']['outbound'], string>();
+
+function outboundsText(outbound: Dataplane['networking']['outbound']): string {
+  let text = outboundsTexts.get(outbound);
+  if (text === undefined) outboundsTexts.set(outbound, (text = outbound.map(({ port, service }) => `${port} ${service}`).join('\n')));
+  return text;
+}
+
+/** What outbounds' resources depend on besides themselves: how each is planned, its clusters included. */
+function outboundContext(outbound: Dataplane['networking']['outbound'], services: MeshServices, selection: PolicySelection): string {
   let context = '';
-  for (const { service } of dataplane.networking.outbound) {
+  for (const { service } of outbound) {
     const plan = routePlanOf(services, 'envoy', selection.outbound(service));
     context += plan.key;
     for (const ref of plan.clusters) context += clusterPlanOf(services, 'envoy', selection.outbound(ref.service)).key;
@@ -67,9 +94,36 @@ function outboundContext(dataplane: Dataplane, services: MeshServices, selection
   return context;
 }
 
+function buildPart(context: string, outbound: Dataplane['networking']['outbound'], services: MeshServices, selection: PolicySelection, tls: NodeTlsPlan): OutboundPart {
+  const listeners = new Map<string, EncodedResource>();
+  const clusters = new Map<string, EncodedResource>();
+  const routes: EncodedResource[] = [];
+  const outboundServices = new Set<string>();
+  const subsets = new Map<string, ClusterRef>();
+  for (const { port, service } of outbound) {
+    const rendered = envoyOutbound(port, service, services, selection);
+    listeners.set(rendered.listener.name, rendered.listener);
+    if (rendered.route !== undefined) routes.push(rendered.route);
+    // Mesh mTLS: the clusters of a service every endpoint of which accepts TLS present the node's certificate (I8).
+    for (const cluster of rendered.clusters) clusters.set(cluster.name, tls.outboundTls(serviceOfCluster(cluster.name)) ? envoyTlsCluster(cluster, tls.mesh) : cluster);
+    for (const each of rendered.services) outboundServices.add(each);
+    for (const ref of rendered.subsetRefs) subsets.set(ref.name, ref);
+  }
+  return Object.freeze({
+    context,
+    listeners: [...listeners.values()],
+    clusters,
+    routes: routes.length === 0 ? ResourceSet.empty : new ResourceSet(routes),
+    outboundServices: Object.freeze([...outboundServices].sort()),
+    subsets: Object.freeze([...subsets.values()]),
+  });
+}
+
 interface InboundResources {
   readonly listeners: ReadonlyMap<string, EncodedResource>;
   readonly clusters: ReadonlyMap<string, EncodedResource>;
+  /** The names of its local clusters: with the outbound part, what its cluster set is shared by. */
+  readonly clustersKey: string;
 }
 
 // A node's inbound listeners and local clusters depend on its Dataplane and its TLS plan alone:
@@ -91,44 +145,52 @@ function inboundResources(stored: Held<Dataplane>, tls: NodeTlsPlan): InboundRes
     listeners.set(listener, inboundListener(listener, address, port, cluster, tls));
     if (!clusters.has(cluster)) clusters.set(cluster, localCluster(cluster, servicePort));
   }
-  const own = { listeners, clusters };
+  // A local cluster is made from its name alone (its servicePort): equal names, equal clusters.
+  const own = { listeners, clusters, clustersKey: [...clusters.keys()].sort().join('\n') };
   inbounds.set(stored, { tls: tls.key, own });
   return own;
 }
 
-function build(stored: Held<Dataplane>, services: MeshServices, selection: PolicySelection, tls: NodeTlsPlan): NodeResources {
-  const own = inboundResources(stored, tls);
-  // Keyed by name, as the inbounds' are: two outbounds may share a service.
-  const listeners = new Map(own.listeners);
-  const clusters = new Map(own.clusters);
-  const routes: EncodedResource[] = [];
-  const outboundServices = new Set<string>();
-  const subsets = new Map<string, ClusterRef>();
-  for (const { port, service } of stored.resource.networking.outbound) {
-    const outbound = envoyOutbound(port, service, services, selection);
-    listeners.set(outbound.listener.name, outbound.listener);
-    if (outbound.route !== undefined) routes.push(outbound.route);
-    // Mesh mTLS: the clusters of a service every endpoint of which accepts TLS present the node's certificate (I8).
-    for (const cluster of outbound.clusters) clusters.set(cluster.name, tls.outboundTls(serviceOfCluster(cluster.name)) ? envoyTlsCluster(cluster, tls.mesh) : cluster);
-    for (const each of outbound.services) outboundServices.add(each);
-    for (const ref of outbound.subsetRefs) subsets.set(ref.name, ref);
-  }
-  return Object.freeze({
-    listeners: new ResourceSet(listeners.values()),
-    clusters: sharedSet(services, 'clusters', new ResourceSet(clusters.values())),
-    routes: routes.length === 0 ? ResourceSet.empty : sharedSet(services, 'routes', new ResourceSet(routes)),
-    outboundServices: Object.freeze([...outboundServices].sort()),
-    subsets: Object.freeze([...subsets.values()]),
-  });
+// A stored Dataplane is a new object only when it is written, so its resources are made once per
+// write and per outbound part (per change of how its outbounds are rendered), not once per push
+// or per unrelated change.
+const memo = new WeakMap<Held<Dataplane>, { readonly inbound: InboundResources; readonly part: OutboundPart; readonly own: NodeResources }>();
+
+/**
+ * A dataplane's own resources, made once per stored object, TLS plan and outbound part.
+ * `selection` holds the policies that select the dataplane; `services` the mesh state its
+ * outbounds' routes and clusters are planned at.
+ */
+export function nodeResources(stored: Held<Dataplane>, services: MeshServices, selection: PolicySelection, tls: NodeTlsPlan = PLAINTEXT): NodeResources {
+  const inbound = inboundResources(stored, tls);
+  const part = outboundPart(stored.resource.networking.outbound, services, selection, tls);
+  const held = memo.get(stored);
+  if (held?.inbound === inbound && held.part === part) return held.own;
+  const own = combine(inbound, part, held?.own);
+  memo.set(stored, { inbound, part, own });
+  return own;
 }
 
-// Per mesh state, the nodes' cluster and route sets by content: nodes calling the same services
-// under the same policies hold one set, so what is made per set when a snapshot is sealed (its
-// type snapshot) is made once for all of them. Listener sets hold each node's own inbounds.
-const sharedSets = new WeakMap<MeshServices, Map<string, ResourceSet>>();
+// Per outbound part, by the names of a node's local clusters: the cluster set of every node with both.
+const clusterSets = new WeakMap<OutboundPart, Map<string, ResourceSet>>();
 
-function sharedSet(services: MeshServices, kind: 'clusters' | 'routes', set: ResourceSet): ResourceSet {
-  return memoisedOn(sharedSets, services, `${kind}\0${set.version}`, () => set);
+/**
+ * A node's resources from its inbounds and its outbound part; `previous`, what it had before.
+ * A policy change makes new parts, but most of what a node holds comes out the same: its
+ * listener set is kept when its listeners are (no hashing, no new type snapshot when sealed).
+ */
+function combine(inbound: InboundResources, part: OutboundPart, previous: NodeResources | undefined): NodeResources {
+  const listeners = new Map(inbound.listeners);
+  for (const listener of part.listeners) listeners.set(listener.name, listener);
+  const listenerList = sortedByName(listeners.values());
+  const clusters = memoisedOn(clusterSets, part, inbound.clustersKey, () => new ResourceSet(new Map([...inbound.clusters, ...part.clusters]).values()));
+  return Object.freeze({
+    listeners: previous !== undefined && sameContent(previous.listeners.list, listenerList) ? previous.listeners : new ResourceSet(listenerList),
+    clusters,
+    routes: part.routes,
+    outboundServices: part.outboundServices,
+    subsets: part.subsets,
+  });
 }
 
 /** An inbound's listener: a TCP proxy to the app, behind the node's mTLS when its plan says so. */

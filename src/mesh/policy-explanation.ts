@@ -67,7 +67,7 @@ export function explainPolicies(node: string, input: GenerationInput): ExplainRe
   if (stored === undefined) return { ok: false, error: new DataplaneNotFoundError(node, revision, id.mesh, id.name) };
   const dataplane = stored.resource;
   const services = meshServices(state);
-  const matcher = MeshPolicies.of(state.policies, state);
+  const matcher = MeshPolicies.of(state.policies, state.mesh);
   const selection = matcher.select(dataplane.networking);
   const { address, inbound, outbound } = dataplane.networking;
   return {

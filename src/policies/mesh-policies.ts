@@ -29,8 +29,11 @@ export class MeshPolicies {
   /** Every policy, sorted by type then name. */
   readonly all: readonly Policy[];
   readonly #selections = new Map<string, PolicySelection>();
-  /** By dataplane (a stored Dataplane's `networking`, one object while it is unchanged): matched once, not at every generation. */
-  readonly #selected = new WeakMap<Selectable, PolicySelection>();
+  /**
+   * By what matching reads of a dataplane (`tagsText`): matched once per tag set, not at every
+   * generation, nor again for each of the many dataplanes that share their tags.
+   */
+  readonly #byTags = new Map<string, PolicySelection>();
 
   private constructor(all: readonly Policy[]) {
     this.all = all;
@@ -38,7 +41,9 @@ export class MeshPolicies {
 
   /**
    * The matcher of a mesh's policies map, built once per map object. A mesh without policies
-   * gets one per `scope` (the mesh state asking): what it caches per service goes with it.
+   * gets one per `scope` (its stored Mesh, one object until the Mesh is written): what it caches
+   * per service goes with it, and its selections stay the same objects from one mesh state to
+   * the next, as a policies map's do.
    */
   static of(policies: ReadonlyMap<string, { readonly resource: Policy }> | undefined, scope: object): MeshPolicies {
     const key = policies === undefined || policies.size === 0 ? scope : policies;
@@ -57,10 +62,11 @@ export class MeshPolicies {
    * policies share one selection, and with it every effective configuration derived from it.
    */
   select(dataplane: Selectable): PolicySelection {
-    let selection = this.#selected.get(dataplane);
+    const tags = tagsText(dataplane);
+    let selection = this.#byTags.get(tags);
     if (selection === undefined) {
       selection = this.#match(dataplane);
-      this.#selected.set(dataplane, selection);
+      this.#byTags.set(tags, selection);
     }
     return selection;
   }
@@ -80,6 +86,16 @@ export class MeshPolicies {
     }
     return selection;
   }
+}
+
+// Per dataplane (a stored Dataplane's `networking`, one object while it is unchanged).
+const tagTexts = new WeakMap<Selectable, string>();
+
+/** What matching reads of a dataplane, its inbounds' tags, as text: equal texts, the same policies select them. */
+function tagsText(dataplane: Selectable): string {
+  let text = tagTexts.get(dataplane);
+  if (text === undefined) tagTexts.set(dataplane, (text = JSON.stringify(dataplane.inbound.map(({ tags }) => tags))));
+  return text;
 }
 
 /** The policies selecting some dataplanes, and what they configure for each service those call. */

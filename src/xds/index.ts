@@ -3,7 +3,7 @@ export { decodeAny, decodeDeltaResponse, decodeResponse, type DecodedDeltaResour
 export { anyOf, encodeCount, encodeResource, InvalidResourceError, type EncodedResource } from './encode.js';
 export { toProtoJson } from './proto-json.js';
 export { lookupType } from './protos.js';
-export { ResourceSet, versionOf } from './resource-set.js';
+export { ResourceSet, sameContent, sortedByName, versionOf } from './resource-set.js';
 export {
   assertSealed,
   EmptyConfigurationError,

@@ -23,7 +23,7 @@ export class ResourceSet {
 
   /** Throws on a duplicate name: a response must never carry one name twice (xDS "Grouping"). */
   constructor(resources: Iterable<EncodedResource>) {
-    const list = [...resources].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const list = sortedByName(resources);
     for (let i = 1; i < list.length; i++) {
       const resource = list[i]!;
       if (resource.name === list[i - 1]!.name) throw new Error(`duplicate resource name ${resource.name} (${resource.typeUrl})`);
@@ -50,4 +50,16 @@ export class ResourceSet {
 export function versionOf(resources: readonly EncodedResource[]): string {
   if (resources.length === 0) return '';
   return contentHash(resources.map((resource) => `${resource.name}\0${resource.version}`).join('\n'));
+}
+
+/** Whether two lists hold resources of the same names and versions, in the same order: sets of them are equal. */
+export function sameContent(a: readonly EncodedResource[], b: readonly EncodedResource[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i]!.name !== b[i]!.name || a[i]!.version !== b[i]!.version) return false;
+  return true;
+}
+
+/** `resources` in a new list, sorted by name: the order of a set, its version and its responses. */
+export function sortedByName(resources: Iterable<EncodedResource>): EncodedResource[] {
+  return [...resources].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

@@ -5,7 +5,7 @@ import { encodeCount } from '../../src/xds/encode.js';
 import type { Snapshot } from '../../src/xds/snapshot.js';
 import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE } from '../../src/xds/type-urls.js';
 import { meshState, projection, storedDataplane, storedMesh, withDataplane } from './fixtures.js';
-import { withPolicies } from './policy-fixtures.js';
+import { versionSplit, withPolicies } from './policy-fixtures.js';
 
 const SERVICES = 10;
 const NODES = 100;
@@ -124,6 +124,26 @@ describe('generation reuses what did not change', () => {
     // Their route and cluster sets are equal, so one object each: sealed once for all of them.
     const first = after.get('default.web-0')!;
     for (const snapshot of after.values()) for (const typeUrl of [ROUTE, CLUSTER]) expect(snapshot.types[typeUrl].wildcard).toBe(first.types[typeUrl].wildcard);
+  });
+
+  it('keeps each node’s listener set through a route’s new weights, and makes the nodes’ new route set once for all of them', () => {
+    const callers = Array.from({ length: NODES }, (_, i) =>
+      storedDataplane({ name: `web-${i}`, address: `10.1.0.${i}`, inbound: [{ port: 10001, tags: { service: 'web' } }], outbound: [{ port: 20001, service: 'echo' }] }),
+    );
+    const echo = ['v1', 'v2'].map((version, i) => storedDataplane({ name: `echo-${version}`, address: `10.2.0.${i}`, inbound: [{ port: 8080, tags: { service: 'echo', version, protocol: 'http' } }] }));
+    const state = meshState(storedMesh(), [...callers, ...echo]);
+    const web = callers.map(({ resource }) => `default.${resource.name}`);
+    const before = generateAll(projection(1, withPolicies(state, [versionSplit('canary', 'echo', [90, 10])])), web);
+    const after = generateAll(projection(2, withPolicies(state, [versionSplit('canary', 'echo', [50, 50])])), web);
+    const routes = after.get('default.web-0')!.types[ROUTE].wildcard;
+    expect(routes.version).not.toBe(before.get('default.web-0')!.types[ROUTE].wildcard.version);
+    for (const node of web) {
+      const [was, now] = [before.get(node)!, after.get(node)!];
+      // Its own listeners (its inbound with them) came out the same: the set it had, not an equal new one.
+      expect(now.types[LISTENER].wildcard).toBe(was.types[LISTENER].wildcard);
+      expect(now.types[CLUSTER].version).toBe(was.types[CLUSTER].version);
+      expect(now.types[ROUTE].wildcard).toBe(routes);
+    }
   });
 
   it('encodes one empty ClusterLoadAssignment when a service loses its last endpoint, however many nodes call it', () => {
