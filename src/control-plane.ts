@@ -37,6 +37,7 @@ import {
   CertificateKeeper,
   clientStatuses,
   combineCallbacks,
+  GenerationNews,
   nodeGeneration,
   SessionRegistry,
   SessionScheduler,
@@ -167,6 +168,8 @@ class ChanceryControlPlane implements ControlPlane {
   /** One time-sliced scheduler for the sessions' fan-out, ticks and catch-ups, and the session records. */
   readonly #scheduler = new SessionScheduler();
   #certificates!: CertificateKeeper;
+  /** Which store changes the sessions hear of, from the start on. */
+  #news: GenerationNews | undefined;
   #pregeneration: Pregeneration | undefined;
   readonly #admission: StreamAuthenticator;
   readonly #saved: SavedSessions;
@@ -222,7 +225,7 @@ class ChanceryControlPlane implements ControlPlane {
       instanceId: this.instanceId,
       evictionGrace: this.#evictionGrace,
       generate: nodeGeneration({ projection: () => this.store.projection, certificate: (node) => certificates.current(node), onGenerated: (seconds) => metrics.generated(seconds) }),
-      revision: () => this.store.projection.revision,
+      revision: () => this.#news?.revision ?? this.store.projection.revision,
       now,
       clock: options.clock ?? SYSTEM_CLOCK,
       logger: this.#logger,
@@ -282,6 +285,7 @@ class ChanceryControlPlane implements ControlPlane {
     this.#running = { log, store, subscriptions: [], tls };
     await store.start();
     let admitted = store.projection;
+    const news = (this.#news = new GenerationNews(store.projection));
     const authorities = new MeshAuthorityKeeper({
       store,
       now: this.#now,
@@ -303,7 +307,9 @@ class ChanceryControlPlane implements ControlPlane {
         if (credentialsChanged(admitted, projection)) this.#xds.recheck();
         admitted = projection;
       }),
-      store.projections.subscribe((projection) => registry.advance(projection.revision)),
+      store.projections.subscribe((projection) => {
+        if (news.heard(projection)) registry.advance(projection.revision);
+      }),
       // Enabling mTLS creates the mesh's CA (docs/mtls.md).
       store.projections.subscribe((projection) => authorities.follow(projection)),
       ...(pregeneration ? [store.projections.subscribe((projection) => pregeneration.follow(projection))] : []),

@@ -10,7 +10,7 @@ import {
   type MissingReferenceError,
   type Snapshot,
 } from '../xds/index.js';
-import type { GenerationInput } from './generation-input.js';
+import type { GenerationInput, MeshResources } from './generation-input.js';
 import { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from './errors.js';
 import { MeshPolicies } from '../policies/index.js';
 import { grpcNamedSets } from './grpc-profiles.js';
@@ -99,6 +99,26 @@ export function generate(node: string, projection: GenerationInput, certificate?
     });
   }
   return sealed;
+}
+
+/**
+ * Whether every node is generated from `after` exactly what it is from `before` (the revision
+ * aside): each mesh is the same object, or only its DataplaneTls statuses moved and its TLS view
+ * with them did not (tls-contexts.ts `meshTls`). Statuses are what nodes ACKed, written back
+ * in rounds (a 10,000-node storm of a new mesh writes several); such a round changes what the
+ * migration rules decide only when it changes that view, which this reads, as `generate` does.
+ */
+export function generatesAlike(before: GenerationInput, after: GenerationInput): boolean {
+  if (before.meshes.size !== after.meshes.size) return false;
+  for (const [name, state] of after.meshes) {
+    const was = before.meshes.get(name);
+    if (was !== state && (was === undefined || !onlyStatusesMoved(was, state))) return false;
+  }
+  return true;
+}
+
+function onlyStatusesMoved(was: MeshResources, now: MeshResources): boolean {
+  return was.mesh === now.mesh && was.dataplanes === now.dataplanes && was.authorities === now.authorities && was.policies === now.policies && meshTls(was) === meshTls(now);
 }
 
 // Per mesh TLS view (the same object while no node's plan can change) and dataplane.

@@ -21,7 +21,7 @@ export { nodeIdOf, parseNodeId, type NodeIdParse } from './node-id.js';
 export { IDENTITY_SECRET, SERVER_LISTENER_PREFIX, serverListenerName, inboundListenerName, localClusterName, outboundListenerName, serviceResourceName, trustSecretName } from './names.js';
 export { CertificateNeededError, type NodeCertificate } from './tls-contexts.js';
 export { inboundAcceptance, sameTlsFacts, tlsFactsOf, type InboundAcceptance, type SnapshotTlsFacts, type TlsFacts } from './tls-readiness.js';
-export { generate, type GenerateError, type GenerateResult } from './generator.js';
+export { generate, generatesAlike, type GenerateError, type GenerateResult } from './generator.js';
 export { DataplaneNotFoundError, InvalidNodeIdError, MeshNotFoundError } from './errors.js';
 export {
   API_ROLES,

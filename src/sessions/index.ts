@@ -8,3 +8,4 @@ export { SessionViews, type LastSent, type SessionBrief, type SessionPage, type 
 export { SessionWatch, type SessionListener } from './session-watch.js';
 export { clientStatuses } from './client-statuses.js';
 export { TlsStatusWriter, type TlsStatusWriterOptions } from './tls-status-writer.js';
+export { GenerationNews } from './generation-news.js';

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { issueWorkloadCertificate, newMeshAuthority, type IssuedWorkloadCertificate } from '../../src/identity/index.js';
-import { generate } from '../../src/mesh/generator.js';
+import { generate, generatesAlike } from '../../src/mesh/generator.js';
 import { spiffeIdsOf } from '../../src/mesh/mesh-tls.js';
 import type { CertificateAuthority, Dataplane, DataplaneTls, InboundTls, Mesh, MtlsMode, Valid } from '../../src/mesh/resources.js';
 import type { MeshState } from '../../src/store/types.js';
@@ -9,7 +9,7 @@ import { ResourceSet } from '../../src/xds/resource-set.js';
 import { MissingReferenceError, sealSnapshot, type Snapshot } from '../../src/xds/snapshot.js';
 import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, SECRET } from '../../src/xds/type-urls.js';
 import { decodeAny } from '../../src/xds/decode.js';
-import { meshState, projection, stored, storedDataplane, valid } from './fixtures.js';
+import { meshState, projection, stored, storedDataplane, valid, withDataplane } from './fixtures.js';
 
 const NOW = Date.UTC(2026, 11, 5);
 let authority: CertificateAuthority;
@@ -26,11 +26,18 @@ function state(mode: MtlsMode, options: { statuses?: Record<string, InboundTls>;
   const mesh = stored(valid({ type: 'Mesh', name: 'default', mtls: { mode, certificateTTL: '1h' } }) as Valid<Mesh>);
   const base = meshState(mesh, [backend('backend-1', 10001), backend('backend-2', 10002), web]);
   const authorities = options.authorities === false ? new Map() : new Map([['ca-1', stored(authority as Valid<CertificateAuthority>)]]);
-  const tls = new Map(
-    Object.entries(options.statuses ?? {}).map(([name, inbound]) => [name, stored({ type: 'DataplaneTls', mesh: 'default', name, issuer: 'ca-1', trusts: ['ca-1'], inbound } as unknown as Valid<DataplaneTls>)]),
-  );
+  const tls = new Map(Object.entries(options.statuses ?? {}).map(([name, inbound]) => [name, status(name, inbound)]));
   return { ...base, authorities, tls };
 }
+
+/** The DataplaneTls status of `name`, as its instance writes it once the node ACKed an inbound accepting `inbound`. */
+const status = (name: string, inbound: InboundTls) => stored({ type: 'DataplaneTls', mesh: 'default', name, issuer: 'ca-1', trusts: ['ca-1'], inbound } as unknown as Valid<DataplaneTls>);
+
+/** `at` with the statuses of `statuses` written as well: a round of statuses, as the projection folds it. */
+const withStatuses = (at: MeshState, statuses: Record<string, InboundTls>): MeshState => ({
+  ...at,
+  tls: new Map([...at.tls, ...Object.entries(statuses).map(([name, inbound]) => [name, status(name, inbound)] as const)]),
+});
 
 async function certificateOf(dataplane: Dataplane): Promise<IssuedWorkloadCertificate> {
   let issued = certificates.get(dataplane.name);
@@ -113,6 +120,26 @@ describe('generating with mTLS', () => {
     if (!result.ok) throw result.error;
     for (const typeUrl of [CLUSTER, ENDPOINT, LISTENER, ROUTE]) expect(result.snapshot.types[typeUrl].version).toBe(first.types[typeUrl].version);
     expect(result.snapshot.types[SECRET].version).not.toBe(first.types[SECRET].version);
+  });
+});
+
+describe('which store changes make nodes generate anew (generatesAlike)', () => {
+  it('not a round of statuses that leaves every client’s TLS as it was; one that changes how a client reaches a service, and any other write', async () => {
+    const before = state('strict', { statuses: { 'backend-1': 'strict' } });
+    const versions = (snapshot: Snapshot) => PUSH_ORDER.map((typeUrl) => snapshot.types[typeUrl].version);
+    // The fleet ACKs what it was sent, as in a storm of a new strict mesh: no client's TLS changes, and every node is generated the same.
+    const reported = withStatuses(before, { 'web-1': 'strict', 'backend-2': 'strict' });
+    expect(generatesAlike(projection(7, before), projection(8, reported))).toBe(true);
+    expect(versions(await snapshotOf(reported))).toEqual(versions(await snapshotOf(before)));
+    // backend-2 reports a plaintext inbound: web-1's cluster to backend falls back to plaintext.
+    const backendPlaintext = withStatuses(reported, { 'backend-2': 'plaintext' });
+    expect(generatesAlike(projection(8, reported), projection(9, backendPlaintext))).toBe(false);
+    expect(json(await snapshotOf(backendPlaintext), CLUSTER, 'backend').transport_socket).toBeUndefined();
+    // Any other write is news, whatever it changes.
+    expect(generatesAlike(projection(7, before), projection(8, withDataplane(before, backend('backend-3', 10003))))).toBe(false);
+    expect(generatesAlike(projection(7, before), projection(8, { ...before, authorities: new Map(before.authorities) }))).toBe(false);
+    expect(generatesAlike(projection(7, before), projection(8))).toBe(false);
+    expect(generatesAlike(projection(7, before), projection(8, before))).toBe(true);
   });
 });
 
