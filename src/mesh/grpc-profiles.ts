@@ -11,9 +11,10 @@ export interface NamedSets {
   readonly endpoints: readonly ResourceSet[];
 }
 
-// Per mesh state, per selection: nodes the same policies select share one set per type, as
-// nodes without policies share the mesh's own (mesh-services.ts).
-const byState = new WeakMap<MeshServices, Map<string, NamedSets>>();
+// Per mesh services and selection (one object per policies map and set of policies: a policy
+// rewritten makes new ones): nodes the same policies select share one set per type, as nodes
+// without policies share the mesh's own (mesh-services.ts).
+const byState = new WeakMap<MeshServices, WeakMap<PolicySelection, NamedSets>>();
 
 /**
  * What a proxyless gRPC client of a node dialing `xds:///<service>` is offered for every service
@@ -26,11 +27,11 @@ export function grpcNamedSets(services: MeshServices, selection: PolicySelection
   const shared = { routes: services.routes, clusters: services.clusters, endpoints: services.endpoints };
   if (selection.empty) return shared;
   let ofState = byState.get(services);
-  if (ofState === undefined) byState.set(services, (ofState = new Map()));
-  let sets = ofState.get(selection.key);
+  if (ofState === undefined) byState.set(services, (ofState = new WeakMap()));
+  let sets = ofState.get(selection);
   if (sets === undefined) {
     sets = build(services, selection) ?? shared;
-    ofState.set(selection.key, sets);
+    ofState.set(selection, sets);
   }
   return sets;
 }

@@ -123,14 +123,16 @@ interface MeshMemo {
 // Keyed by the stored Mesh, which stays the same object while only its dataplanes change and
 // goes (with the memo) when the mesh is deleted or rewritten.
 const memos = new WeakMap<Held<Mesh>, MeshMemo>();
-const byState = new WeakMap<MeshResources, MeshServices>();
+// By the mesh state's dataplanes map, all they are built from besides the mesh's name: a state
+// that changes only the mesh's CAs, statuses or policies keeps its services and what hangs on them.
+const byDataplanes = new WeakMap<MeshResources['dataplanes'], MeshServices>();
 
-/** The shared service sets of a mesh state, built once per state object. */
+/** The shared service sets of a mesh state, built once per dataplanes map. */
 export function meshServices(state: MeshResources): MeshServices {
-  let services = byState.get(state);
+  let services = byDataplanes.get(state.dataplanes);
   if (services === undefined) {
     services = build(state);
-    byState.set(state, services);
+    byDataplanes.set(state.dataplanes, services);
   }
   return services;
 }
