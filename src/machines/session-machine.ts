@@ -247,6 +247,8 @@ export const sessionMachine = sessionSetup.createMachine({
       on: {
         'stream.opened': { target: '#awaiting-snapshot', actions: 'adoptStream' },
         'shutdown.requested': { target: '#evicted' },
+        // Renewed while away, so the node finds a valid certificate when it comes back within the grace (I8).
+        'certificate.due': { actions: 'requestCertificate' },
         'certificate.issued': { actions: 'recordCertificate' },
         'certificate.failed': { actions: 'recordCertificateFailure' },
       },
