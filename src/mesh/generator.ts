@@ -18,7 +18,6 @@ import { meshServices } from './mesh-services.js';
 import { nodeEndpoints } from './node-endpoints.js';
 import { nodeResources, PLAINTEXT, type NodeTlsPlan } from './node-resources.js';
 import { parseNodeId } from './node-id.js';
-import type { Dataplane } from './resources.js';
 import { CertificateNeededError, certificateProblem, meshTls, nodeSecrets, type MeshTls, type NodeCertificate } from './tls-contexts.js';
 import { recordTlsFacts } from './tls-readiness.js';
 import { grpcClusters, grpcListeners, serverListeners } from './grpc-tls.js';
@@ -70,7 +69,7 @@ export function generate(node: string, projection: GenerationInput, certificate?
   if (tls.mode !== 'disabled') {
     const problem = certificateProblem(dataplane.resource, certificate, state);
     if (problem !== undefined) return { ok: false, error: new CertificateNeededError(node, revision, problem) };
-    plan = tlsPlan(dataplane.resource, tls);
+    plan = tlsPlan(id.mesh, tls);
     secrets = nodeSecrets(tls, certificate!);
     // Proxyless gRPC: its clusters and server listeners name the certificate files of its bootstrap.
     clusters = grpcClusters(id.mesh, grpc.clusters, tls);
@@ -118,24 +117,26 @@ export function generatesAlike(before: GenerationInput, after: GenerationInput):
 }
 
 function onlyStatusesMoved(was: MeshResources, now: MeshResources): boolean {
-  return was.mesh === now.mesh && was.dataplanes === now.dataplanes && was.authorities === now.authorities && was.policies === now.policies && meshTls(was) === meshTls(now);
+  if (was.mesh !== now.mesh || was.dataplanes !== now.dataplanes || was.authorities !== now.authorities || was.policies !== now.policies) return false;
+  const view = meshTls(now);
+  // Without mTLS a node's TLS facts are recorded only while it has a status (`generate`).
+  return meshTls(was) === view && (view.mode !== 'disabled' || was.tls === now.tls);
 }
 
-// Per mesh TLS view (the same object while no node's plan can change) and dataplane.
-const plans = new WeakMap<MeshTls, WeakMap<Dataplane, NodeTlsPlan>>();
+// Per mesh TLS view (the same object while no client's TLS changes): one plan for every Envoy of the mesh.
+const plans = new WeakMap<MeshTls, NodeTlsPlan>();
 
-/** Which of an Envoy's listeners and clusters speak mTLS in its mesh now. */
-function tlsPlan(dataplane: Dataplane, tls: MeshTls): NodeTlsPlan {
-  let byDataplane = plans.get(tls);
-  if (byDataplane === undefined) plans.set(tls, (byDataplane = new WeakMap()));
-  let plan = byDataplane.get(dataplane);
-  if (plan === undefined) byDataplane.set(dataplane, (plan = planTls(dataplane, tls)));
+/**
+ * Which of an Envoy's listeners and clusters speak mTLS in its mesh now: its inbounds as the mode
+ * says, and each cluster it is sent (its outbounds' and those its routes send to, another
+ * service's included) as the view says of that cluster's service.
+ */
+function tlsPlan(mesh: string, tls: MeshTls): NodeTlsPlan {
+  let plan = plans.get(tls);
+  if (plan === undefined) {
+    const inbound = tls.mode === 'strict' ? 'strict' : 'permissive';
+    plan = Object.freeze({ key: `${inbound} ${tls.id}`, mesh, inbound, outboundTls: (service: string) => tls.clientTls(service) });
+    plans.set(tls, plan);
+  }
   return plan;
-}
-
-function planTls(dataplane: Dataplane, tls: MeshTls): NodeTlsPlan {
-  const inbound = tls.mode === 'strict' ? 'strict' : 'permissive';
-  const outbound = [...new Set(dataplane.networking.outbound.map(({ service }) => service))].sort();
-  const tlsTo = outbound.filter((service) => tls.clientTls(service));
-  return { key: `${inbound} ${tlsTo.join(',')}`, mesh: dataplane.mesh, inbound, outboundTls: (service) => tlsTo.includes(service) };
 }

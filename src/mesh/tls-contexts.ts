@@ -46,6 +46,8 @@ export class CertificateNeededError extends ChanceryError {
 
 /** What a mesh state says of mTLS, computed once per state and shared by its nodes. */
 export interface MeshTls {
+  /** Equal ids, the same view: what plans made from it are keyed on. */
+  readonly id: number;
   readonly mode: MtlsMode;
   /** The trust bundle Secret; undefined while the mesh has no CA. */
   readonly trust: EncodedResource | undefined;
@@ -54,6 +56,7 @@ export interface MeshTls {
 }
 
 const views = new WeakMap<MeshResources, MeshTls>();
+let viewsMade = 0;
 
 /**
  * The mesh's last view and what it was built from. A round of DataplaneTls statuses is a new
@@ -94,7 +97,7 @@ function buildMeshTls(state: MeshResources): MeshTls {
   const trust = secured
     ? encodeResource(SECRET, trustSecretName(mesh), { name: trustSecretName(mesh), validation_context: { trusted_ca: { inline_string: trustBundleOf(state) } } })
     : undefined;
-  const view: MeshTls = { mode, trust, clientTls: (service) => trust !== undefined && !refused.has(service) };
+  const view: MeshTls = { id: ++viewsMade, mode, trust, clientTls: (service) => trust !== undefined && !refused.has(service) };
   lastViews.set(state.mesh, { authorities: state.authorities, refused: refusedKey, view });
   return view;
 }

@@ -107,4 +107,35 @@ describe.each(XDS_MODES)('strict mTLS between Envoys over %s', (mode) => {
 
     expect(await watch.end()).toEqual([]);
   });
+
+  it('keeps mTLS to a service a route sends the calls to, one the client has no outbound for', async () => {
+    // echo and payments speak HTTP, so a MeshHTTPRoute applies to calls to echo.
+    const app = async (name: string, service: string) => {
+      const backend = await startHttpBackend(name);
+      const inbound = [{ port: await freePort(), servicePort: backend.port, tags: { service, protocol: 'http' } }];
+      await mesh.start({ type: 'Dataplane', mesh: 'default', name, networking: { address: '127.0.0.1', inbound } }, 1);
+      return backend;
+    };
+    const [echo, payments] = [await app('echo-1', SERVICE), await app('payments-1', 'payments')];
+    const client = await mesh.addClient('web-1');
+    await reaches(client, ['echo-1']);
+    await harness.cp.apply({
+      type: 'MeshHTTPRoute',
+      mesh: 'default',
+      name: 'echo-to-payments',
+      spec: {
+        targetRef: { kind: 'Mesh' },
+        to: [{ targetRef: { kind: 'MeshService', name: SERVICE }, rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], default: { backendRefs: [{ kind: 'MeshService', name: 'payments', weight: 100 }] } }] }],
+      },
+    });
+    await client.traffic.until('a call served by payments', (recent) => recent[0] === 'payments-1');
+    const before = client.traffic.failures.length;
+    await client.traffic.calls(20);
+    // Every call reached payments' strict inbound over mTLS, which a plaintext cluster could not.
+    expect(client.traffic.failures.slice(before)).toEqual([]);
+    expect(client.traffic.servedBy.slice(-20)).toEqual(Array(20).fill('payments-1'));
+    expect(await client.envoy.stat('cluster.payments.ssl.handshake')).toBeGreaterThan(0);
+    expect(payments.served).toBeGreaterThanOrEqual(20);
+    await Promise.all([echo.stop(), payments.stop()]);
+  });
 });
