@@ -14,7 +14,7 @@ export interface NamedSets {
 // Per mesh services and selection (one object per policies map and set of policies: a policy
 // rewritten makes new ones): nodes the same policies select share one set per type, as nodes
 // without policies share the mesh's own (mesh-services.ts).
-const byState = new WeakMap<MeshServices, WeakMap<PolicySelection, NamedSets>>();
+const byServices = new WeakMap<MeshServices, WeakMap<PolicySelection, NamedSets>>();
 
 /**
  * What a proxyless gRPC client of a node dialing `xds:///<service>` is offered for every service
@@ -26,12 +26,12 @@ const byState = new WeakMap<MeshServices, WeakMap<PolicySelection, NamedSets>>()
 export function grpcNamedSets(services: MeshServices, selection: PolicySelection): NamedSets {
   const shared = { routes: services.routes, clusters: services.clusters, endpoints: services.endpoints };
   if (selection.empty) return shared;
-  let ofState = byState.get(services);
-  if (ofState === undefined) byState.set(services, (ofState = new WeakMap()));
-  let sets = ofState.get(selection);
+  let ofServices = byServices.get(services);
+  if (ofServices === undefined) byServices.set(services, (ofServices = new WeakMap()));
+  let sets = ofServices.get(selection);
   if (sets === undefined) {
     sets = build(services, selection) ?? shared;
-    ofState.set(selection, sets);
+    ofServices.set(selection, sets);
   }
   return sets;
 }

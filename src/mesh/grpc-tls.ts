@@ -38,7 +38,7 @@ const SERVER_TLS = Object.freeze({
   }),
 });
 
-// Per mesh state (the statuses or CAs changing make another MeshTls) and per named sets (policies
+// Per mesh TLS view (another once a client's TLS or the CAs change) and per named sets (policies
 // may give nodes other clusters): made once for every node that shares both.
 const clusterSets = new WeakMap<MeshTls, WeakMap<readonly ResourceSet[], readonly ResourceSet[]>>();
 

@@ -3,7 +3,7 @@ import type { MeshServices } from './mesh-services.js';
 import type { NodeResources } from './node-resources.js';
 import type { ClusterRef } from './route-plan.js';
 
-// Per mesh state, by the subsets a node's routes name (one list for every node of an outbound
+// Per mesh services (one object per dataplanes map), by the subsets a node's routes name (one list for every node of an outbound
 // part, node-resources.ts, whose outbound services it also fixes): nodes with the same
 // outbounds share one set, found without building a key per node.
 const byState = new WeakMap<MeshServices, WeakMap<readonly ClusterRef[], ResourceSet>>();

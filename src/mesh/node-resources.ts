@@ -52,11 +52,33 @@ interface OutboundPart {
   readonly subsets: readonly ClusterRef[];
 }
 
-// Per mesh state and selection, by TLS plan and outbounds: what the nodes sharing them share.
+// Per mesh services and selection, by TLS plan and outbounds: what the nodes sharing them share.
 const parts = new WeakMap<MeshServices, WeakMap<PolicySelection, Map<string, OutboundPart>>>();
-// Per selection and the same key, the part made last: a mesh state that changes nothing of how
-// the outbounds are planned (an endpoint change) keeps it, and every node keeps its resources.
-const lastParts = new WeakMap<PolicySelection, Map<string, OutboundPart>>();
+
+/**
+ * Per selection, the parts made at the mesh services seen last and at those before: a mesh state
+ * that changes nothing of how some outbounds are planned (an endpoint change) keeps their part,
+ * and every node with it keeps its resources. Two generations only, so that parts no node uses
+ * any more (an outbound list rewritten away) go with the next change.
+ */
+interface CarriedParts {
+  services: MeshServices;
+  now: Map<string, OutboundPart>;
+  before: Map<string, OutboundPart>;
+}
+
+const carried = new WeakMap<PolicySelection, CarriedParts>();
+
+function carriedParts(selection: PolicySelection, services: MeshServices): CarriedParts {
+  let held = carried.get(selection);
+  if (held === undefined) carried.set(selection, (held = { services, now: new Map(), before: new Map() }));
+  else if (held.services !== services) {
+    held.before = held.now;
+    held.now = new Map();
+    held.services = services;
+  }
+  return held;
+}
 
 /** The outbounds of `outbound` under `selection` at this mesh state, made once for every node that shares them. */
 function outboundPart(outbound: Dataplane['networking']['outbound'], services: MeshServices, selection: PolicySelection, tls: NodeTlsPlan): OutboundPart {
@@ -65,11 +87,10 @@ function outboundPart(outbound: Dataplane['networking']['outbound'], services: M
   const key = `${tls.key}\n${outboundsText(outbound)}`;
   return memoisedOn(bySelection, selection, key, () => {
     const context = outboundContext(outbound, services, selection);
-    let last = lastParts.get(selection);
-    if (last === undefined) lastParts.set(selection, (last = new Map()));
-    const previous = last.get(key);
+    const held = carriedParts(selection, services);
+    const previous = held.before.get(key);
     const part = previous?.context === context ? previous : buildPart(context, outbound, services, selection, tls);
-    last.set(key, part);
+    held.now.set(key, part);
     return part;
   });
 }
@@ -126,14 +147,14 @@ interface InboundResources {
   readonly clustersKey: string;
 }
 
-// A node's inbound listeners and local clusters depend on its Dataplane and its TLS plan alone:
-// encoded once per write and plan (the last one kept), not again when what its outbounds are
+// A node's inbound listeners and local clusters depend on its Dataplane and what its inbounds accept alone:
+// encoded once per write and mode (the last one kept), not again when what its outbounds are
 // rendered from changes.
-const inbounds = new WeakMap<Held<Dataplane>, { readonly tls: string; readonly own: InboundResources }>();
+const inbounds = new WeakMap<Held<Dataplane>, { readonly tls: InboundTls; readonly own: InboundResources }>();
 
 function inboundResources(stored: Held<Dataplane>, tls: NodeTlsPlan): InboundResources {
   const held = inbounds.get(stored);
-  if (held?.tls === tls.key) return held.own;
+  if (held?.tls === tls.inbound) return held.own;
   const { address, inbound } = stored.resource.networking;
   // Keyed by name: two inbounds may share a servicePort, and a response must never carry one
   // name twice (xDS "Grouping").
@@ -147,7 +168,7 @@ function inboundResources(stored: Held<Dataplane>, tls: NodeTlsPlan): InboundRes
   }
   // A local cluster is made from its name alone (its servicePort): equal names, equal clusters.
   const own = { listeners, clusters, clustersKey: [...clusters.keys()].sort().join('\n') };
-  inbounds.set(stored, { tls: tls.key, own });
+  inbounds.set(stored, { tls: tls.inbound, own });
   return own;
 }
 

@@ -41,7 +41,7 @@ export function envoyOutbound(port: number, service: string, services: MeshServi
   return memoisedOn(bySelection, selection, `${port}\0${service}`, () => renderOutbound(port, service, services, selection));
 }
 
-// Per mesh state and selection: the nodes the same policies select share each outbound whole.
+// Per mesh services and selection: the nodes the same policies select share each outbound whole.
 const outbounds = new WeakMap<MeshServices, WeakMap<PolicySelection, Map<string, EnvoyOutbound>>>();
 
 function renderOutbound(port: number, service: string, services: MeshServices, selection: PolicySelection): EnvoyOutbound {

@@ -10,7 +10,7 @@ interface Plans {
   grpcCluster?: ClusterPlan;
 }
 
-// Per mesh state, per effective configuration (shared by the nodes the same policies select):
+// Per mesh services (one object per dataplanes map), per effective configuration (shared by the nodes the same policies select):
 // every node calling a service under the same policies is planned once per change.
 const byState = new WeakMap<MeshServices, WeakMap<OutboundPolicies, Plans>>();
 

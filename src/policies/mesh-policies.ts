@@ -3,7 +3,7 @@ import { effectiveRoutes, type EffectiveRoute } from './http-route-rules.js';
 import { mergeConfs, type Merged, type PolicyRef } from './merge-confs.js';
 import { comparePrecedence } from './precedence.js';
 import type { CircuitBreakerConf, HttpRule, Policy, PolicyType, RetryConf, TimeoutConf } from './policy-resources.js';
-import { appliesTo, selects, type Selectable } from './target-refs.js';
+import { appliesTo, selects, tagsRead, type Selectable } from './target-refs.js';
 
 /** What the policies of a dataplane say about its calls to one service. */
 export interface OutboundPolicies {
@@ -29,14 +29,19 @@ export class MeshPolicies {
   /** Every policy, sorted by type then name. */
   readonly all: readonly Policy[];
   readonly #selections = new Map<string, PolicySelection>();
+  /** The tags matching reads of a dataplane's inbounds, sorted: the `service` tag, and those MeshSubsets name. */
+  readonly #tagKeys: readonly string[];
   /**
-   * By what matching reads of a dataplane (`tagsText`): matched once per tag set, not at every
-   * generation, nor again for each of the many dataplanes that share their tags.
+   * By the values of those tags (`#tagsText`): matched once per combination, not again for each
+   * of the many dataplanes that share it, and no more entries than the policies tell apart.
    */
   readonly #byTags = new Map<string, PolicySelection>();
+  /** By dataplane (a stored Dataplane's `networking`, one object while it is unchanged): looked up once, not at every generation. */
+  readonly #selected = new WeakMap<Selectable, PolicySelection>();
 
   private constructor(all: readonly Policy[]) {
     this.all = all;
+    this.#tagKeys = [...new Set(all.flatMap((policy) => tagsRead(policy.spec.targetRef)))].sort();
   }
 
   /**
@@ -62,13 +67,22 @@ export class MeshPolicies {
    * policies share one selection, and with it every effective configuration derived from it.
    */
   select(dataplane: Selectable): PolicySelection {
-    const tags = tagsText(dataplane);
-    let selection = this.#byTags.get(tags);
+    let selection = this.#selected.get(dataplane);
+    if (selection !== undefined) return selection;
+    const tags = this.#tagsText(dataplane);
+    selection = this.#byTags.get(tags);
     if (selection === undefined) {
       selection = this.#match(dataplane);
       this.#byTags.set(tags, selection);
     }
+    this.#selected.set(dataplane, selection);
     return selection;
+  }
+
+  /** The values of `#tagKeys` on each inbound of `dataplane`, as text: equal texts, the same policies select them. */
+  #tagsText(dataplane: Selectable): string {
+    if (this.#tagKeys.length === 0) return '';
+    return JSON.stringify(dataplane.inbound.map(({ tags }) => this.#tagKeys.map((key) => tags[key] ?? null)));
   }
 
   #match(dataplane: Selectable): PolicySelection {
@@ -86,16 +100,6 @@ export class MeshPolicies {
     }
     return selection;
   }
-}
-
-// Per dataplane (a stored Dataplane's `networking`, one object while it is unchanged).
-const tagTexts = new WeakMap<Selectable, string>();
-
-/** What matching reads of a dataplane, its inbounds' tags, as text: equal texts, the same policies select them. */
-function tagsText(dataplane: Selectable): string {
-  let text = tagTexts.get(dataplane);
-  if (text === undefined) tagTexts.set(dataplane, (text = JSON.stringify(dataplane.inbound.map(({ tags }) => tags))));
-  return text;
 }
 
 /** The policies selecting some dataplanes, and what they configure for each service those call. */

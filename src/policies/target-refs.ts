@@ -21,6 +21,18 @@ export function selects(targetRef: TargetRef<TopTargetKind>, dataplane: Selectab
   }
 }
 
+/** The tags of a dataplane's inbounds `selects` reads for a top-level `targetRef`. */
+export function tagsRead(targetRef: TargetRef<TopTargetKind>): readonly string[] {
+  switch (targetRef.kind) {
+    case 'Mesh':
+      return [];
+    case 'MeshService':
+      return ['service'];
+    case 'MeshSubset':
+      return Object.keys(targetRef.tags);
+  }
+}
+
 /** Whether a `to[].targetRef` selects the calls to `service`. */
 export function appliesTo(targetRef: TargetRef<ToTargetKind>, service: string): boolean {
   return targetRef.kind === 'Mesh' || targetRef.name === service;

@@ -100,6 +100,8 @@ export class CertificateKeeper {
     const ahead = this.#ahead.get(dataplane);
     if (ahead === undefined) return undefined;
     this.#ahead.delete(dataplane);
+    // A mesh whose mTLS was turned off since needs none: its session would only renew it, for nothing.
+    if (mtlsModeOf(state.mesh.resource) === 'disabled') return undefined;
     const authority = signingAuthority(state);
     const usable = ahead.issuer === authority?.resource.name && renewalDue(ahead.notBefore, ahead.notAfter) > this.#options.now();
     return usable ? this.#hold(node, ahead) : undefined;

@@ -7,6 +7,7 @@ import { generatesAlike, type GenerationInput } from '../mesh/index.js';
  * nothing (about 40 µs of CPU a node, its chart step included; bench/README.md).
  */
 export class GenerationNews {
+  /** Held until the next news: one projection older than the store's at most. */
   #last: GenerationInput;
 
   /** `first`: the projection the sessions start from. */

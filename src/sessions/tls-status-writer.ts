@@ -11,17 +11,18 @@ export interface TlsStatusWriterOptions {
   /** Writes statuses as one batch (upserts, one revision); rejects when the store cannot take them. */
   readonly write: (statuses: readonly Valid<DataplaneTls>[]) => Promise<unknown>;
   readonly logger: Logger;
-  /** How many sessions this instance holds now: what each round of statuses makes regenerate. */
+  /** How many sessions this instance holds now: what a round of statuses that changes a client's TLS makes regenerate. */
   readonly sessions: () => number;
 }
 
 /** ms a round of statuses gathers for, at least. */
 const PACE = 1_000;
 /**
- * ms more a round gathers for each session of the instance. A round is a revision of the mesh,
- * which each session regenerates from (about 40 µs of CPU a session, its chart step included):
- * spaced so, rounds cost at most a tenth of the event loop however large the fleet, where a 1 s
- * pace cost a 10,000-node strict storm 18 rounds (bench/README.md).
+ * ms more a round gathers for each session of the instance. A round is a revision of the mesh;
+ * one that changes some client's TLS (a migration's step) makes each session regenerate (about
+ * 40 µs of CPU a session, its chart step included; a round that changes none is no news to them,
+ * GenerationNews): spaced so, rounds cost at most a tenth of the event loop however large the
+ * fleet, and every round is a write and a catch-up for each instance sharing the store.
  */
 const PACE_PER_SESSION = 0.4;
 
@@ -78,9 +79,9 @@ export class TlsStatusWriter {
   /**
    * Writes in rounds, each one batch: what is pending after the round gathered (1 s, longer in a large fleet),
    * and what arrives meanwhile waits for the next. Every write is a revision of the mesh, which
-   * every node of the mesh is generated again from: a fleet's statuses (a new mesh's first ACKs,
-   * a rotation's bundle, 10,000 nodes' storm) reach the change feed as one revision a round,
-   * not one a node (bench/README.md, sessions in a strict mesh).
+   * every node of the mesh is generated again from when it changes a client's TLS: a fleet's
+   * statuses (a new mesh's first ACKs, a rotation's bundle, 10,000 nodes' storm) reach the change
+   * feed as one revision a round, not one a node (bench/README.md, sessions in a strict mesh).
    */
   async #flush(): Promise<void> {
     if (this.#writing) return;

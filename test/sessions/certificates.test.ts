@@ -167,6 +167,33 @@ describe('certificates in the session chart', () => {
   });
 });
 
+describe('a renewal due while the node is away', () => {
+  it('is issued then, so the node finds a renewed certificate when it comes back within the grace, and the next renewal follows', async () => {
+    const { registry, clock, views, settled } = await mtlsRegistry();
+    registry.open(stream('s1'), new RecordingSink(), NODE, request(CLUSTER));
+    await settled();
+    const first = views.get(NODE)!.certificate!;
+    clock.increment(10_000);
+    registry.close(NODE, 's1', 'cut');
+    await settled();
+    // Past 2/3 of its life (16.7 s after it was issued), within the 10 s grace.
+    clock.increment(7_000);
+    await settled();
+    const renewed = views.get(NODE)!;
+    expect(renewed.state).toBe('disconnected');
+    expect(renewed.certificate!.serial).not.toBe(first.serial);
+    const sink = new RecordingSink();
+    registry.open(stream('s2'), sink, NODE, request(CLUSTER));
+    registry.request(NODE, 's2', request(SECRET, ['mtls:identity', 'mtls:trust:default']));
+    await settled();
+    expect(views.get(NODE)).toMatchObject({ state: 'serving', certificate: { serial: renewed.certificate!.serial } });
+    assertNoMissingSecret(sink);
+    clock.increment(20_000);
+    await settled();
+    expect(views.get(NODE)!.certificate!.serial).not.toBe(renewed.certificate!.serial);
+  });
+});
+
 describe('a certificate issued ahead, handed to a new session', () => {
   it('is held before the first generation, which succeeds at once; it is renewed at 2/3 of its life like any other', async () => {
     const { registry, keeper, clock, views, settled, generations } = await mtlsRegistry();
@@ -275,5 +302,15 @@ describe('certificates issued ahead of the session', () => {
     keeper.issueAhead('plain.web-1');
     keeper.issueAhead('default.nobody');
     expect(signed).toHaveLength(6);
+  });
+
+  it('hands nothing over once the mesh’s mTLS was turned off: the session would only renew it', async () => {
+    const { keeper } = await keeperAhead();
+    keeper.issueAhead(NODE);
+    const disabled = validate({ type: 'Mesh', name: 'default', dataplaneAuth: 'none', mtls: { mode: 'disabled' } });
+    if (!disabled.ok) throw new Error('fixture is invalid');
+    await store!.put(disabled.resource);
+    expect(keeper.handOver(NODE)).toBeUndefined();
+    expect(keeper.current(NODE)).toBeUndefined();
   });
 });
