@@ -6,6 +6,7 @@ import { startHarness, type Harness } from '../support/harness.js';
 import { startHttpBackend, HttpClient } from '../support/http-backend.js';
 import { Traffic } from '../support/traffic.js';
 import { enableMtls } from './mtls-support.js';
+import { sendTo } from '../mesh/policy-fixtures.js';
 import { reaches, SERVICE } from '../support/real-clients/index.js';
 import { SidecarMesh, XDS_MODES, type Backend, type Client, type Sidecar } from '../support/real-clients/sidecar-mesh.js';
 import { freePort } from '../support/ports.js';
@@ -119,15 +120,7 @@ describe.each(XDS_MODES)('strict mTLS between Envoys over %s', (mode) => {
     const [echo, payments] = [await app('echo-1', SERVICE), await app('payments-1', 'payments')];
     const client = await mesh.addClient('web-1');
     await reaches(client, ['echo-1']);
-    await harness.cp.apply({
-      type: 'MeshHTTPRoute',
-      mesh: 'default',
-      name: 'echo-to-payments',
-      spec: {
-        targetRef: { kind: 'Mesh' },
-        to: [{ targetRef: { kind: 'MeshService', name: SERVICE }, rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], default: { backendRefs: [{ kind: 'MeshService', name: 'payments', weight: 100 }] } }] }],
-      },
-    });
+    await harness.cp.apply(sendTo('echo-to-payments', SERVICE, 'payments'));
     await client.traffic.until('a call served by payments', (recent) => recent[0] === 'payments-1');
     const before = client.traffic.failures.length;
     await client.traffic.calls(20);

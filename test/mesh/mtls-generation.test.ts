@@ -10,7 +10,7 @@ import { MissingReferenceError, sealSnapshot, type Snapshot } from '../../src/xd
 import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, SECRET } from '../../src/xds/type-urls.js';
 import { decodeAny } from '../../src/xds/decode.js';
 import { meshState, projection, stored, storedDataplane, valid, withDataplane } from './fixtures.js';
-import { withPolicies } from './policy-fixtures.js';
+import { sendTo, withPolicies } from './policy-fixtures.js';
 
 const NOW = Date.UTC(2026, 11, 5);
 let authority: CertificateAuthority;
@@ -152,16 +152,7 @@ describe('TLS to a service a route sends to', () => {
     const mesh = stored(valid({ type: 'Mesh', name: 'default', mtls: { mode: 'strict', certificateTTL: '1h' } }) as Valid<Mesh>);
     const http = (name: string, service: string, port: number) => storedDataplane({ name, address: '10.0.0.1', inbound: [{ port, servicePort: 9000, tags: { service, protocol: 'http' } }] });
     const base = meshState(mesh, [http('backend-1', 'backend', 10001), http('other-1', 'other', 10002), web]);
-    const route = {
-      type: 'MeshHTTPRoute',
-      mesh: 'default',
-      name: 'to-other',
-      spec: {
-        targetRef: { kind: 'Mesh' },
-        to: [{ targetRef: { kind: 'MeshService', name: 'backend' }, rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], default: { backendRefs: [{ kind: 'MeshService', name: 'other', weight: 100 }] } }] }],
-      },
-    };
-    const at = withPolicies({ ...base, authorities: new Map([['ca-1', stored(authority as Valid<CertificateAuthority>)]]) }, [route]);
+    const at = withPolicies({ ...base, authorities: new Map([['ca-1', stored(authority as Valid<CertificateAuthority>)]]) }, [sendTo('to-other', 'backend', 'other')]);
     const snapshot = await snapshotOf(at);
     expect(snapshot.types[CLUSTER].wildcard.get('other')).toBeDefined();
     const socket = json(snapshot, CLUSTER, 'other').transport_socket;

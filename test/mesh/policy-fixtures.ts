@@ -50,6 +50,17 @@ export const versionSplit = (name: string, service: string, weights: readonly [n
   },
 });
 
+/** Kuma's MeshHTTPRoute sending every call to `service` on to another service, `to`. */
+export const sendTo = (name: string, service: string, to: string) => ({
+  type: 'MeshHTTPRoute',
+  mesh: 'default',
+  name,
+  spec: {
+    targetRef: { kind: 'Mesh' },
+    to: [{ targetRef: { kind: 'MeshService', name: service }, rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], default: { backendRefs: [{ kind: 'MeshService', name: to, weight: 100 }] } }] }],
+  },
+});
+
 /** A mesh state with these policies, as the projection folds them. */
 export function withPolicies(state: MeshState, policies: readonly unknown[]): MeshState {
   const held = policies.map((input) => stored(valid(input) as Valid<Policy>) as Stored<Policy>);
