@@ -65,7 +65,7 @@ export class TlsStatusWriter {
     const { phase } = this.#options.session(node)?.actor.getSnapshot().context ?? {};
     if (phase?.state !== 'serving') return;
     const facts = tlsFactsOf(phase.snapshot);
-    if (facts === undefined || !holdsAllSent(phase.ledger)) return;
+    if (facts === undefined || !phase.ledger.acknowledged()) return;
     const id = parseNodeId(node);
     if (!id.ok) return;
     const stored = this.#options.stored(id.mesh, id.name);
@@ -124,13 +124,4 @@ function heldBy(ledger: Ledger, facts: SnapshotTlsFacts, stored: TlsFacts | unde
   const { inbound } = inboundAcceptance(facts, listeners);
   if (listeners === undefined || listeners.wildcard) return { issuer: facts.issuer, trusts: facts.trusts, inbound };
   return { issuer: stored?.issuer ?? '', trusts: stored?.trusts ?? [], inbound };
-}
-
-/** Whether the stream ACKed the last response of every type it asked for: the node holds what it was sent. */
-function holdsAllSent(ledger: Ledger): boolean {
-  for (const typeUrl of ledger.requestedTypes()) {
-    const report = ledger.report(typeUrl);
-    if (report?.sent !== undefined && report.acked?.nonce !== report.sent.nonce) return false;
-  }
-  return true;
 }

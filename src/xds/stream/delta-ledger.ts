@@ -5,7 +5,7 @@ import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from '../type-urls.j
 import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from './ledger.js';
 import { requestKind } from './request-kind.js';
 import type { DeltaRequest, TypedRequest } from './stream-request.js';
-import { lastNacked, NO_TYPES, slotOf, typesIn, withType, type TypeSlots } from './type-slots.js';
+import { allAcked, lastNacked, NO_TYPES, slotOf, typesIn, withType, type TypeSlots } from './type-slots.js';
 
 const WILDCARD = '*';
 
@@ -227,6 +227,10 @@ export class DeltaLedger implements Ledger {
 
   nacking(): boolean {
     return lastNacked(this.#types);
+  }
+
+  acknowledged(): boolean {
+    return allAcked(this.#types);
   }
 
   status(): Record<string, TypeStatus> {

@@ -97,6 +97,8 @@ export interface Ledger {
   holdsConfiguration(): boolean;
   /** Whether the last response of some type was NACKed. */
   nacking(): boolean;
+  /** Whether the last response of every type was ACKed: the client holds all it was sent. */
+  acknowledged(): boolean;
   /** Per-type status for inspection, keyed by short name. */
   status(): Record<string, TypeStatus>;
   report(typeUrl: TypeUrl): TypeReport | undefined;

@@ -6,7 +6,7 @@ import type { Ledger, RequestOutcome, TypeReport, TypeStatus, XdsResponse } from
 import { requestKind } from './request-kind.js';
 import { selectResources } from './select-resources.js';
 import { Subscription } from './subscription.js';
-import { lastNacked, NO_TYPES, slotOf, typesIn, withType, type TypeSlots } from './type-slots.js';
+import { allAcked, lastNacked, NO_TYPES, slotOf, typesIn, withType, type TypeSlots } from './type-slots.js';
 import type { TypedRequest, XdsRequest } from './stream-request.js';
 
 interface TypeLedger extends Omit<TypeReport, 'perResourceVersions'> {
@@ -145,6 +145,10 @@ export class SotwLedger implements Ledger {
   /** Whether the last response of some type was NACKed: `status()`'s answer, without building it. */
   nacking(): boolean {
     return lastNacked(this.#types);
+  }
+
+  acknowledged(): boolean {
+    return allAcked(this.#types);
   }
 
   /** Per-type status for inspection, keyed by short name. */

@@ -24,9 +24,10 @@ export function typesIn(types: TypeSlots<unknown>): readonly TypeUrl[] {
   return PUSH_ORDER.filter((_, slot) => types[slot] !== undefined);
 }
 
-/** What both ledgers record of a type's exchanges, for `lastNacked`. */
+/** What both ledgers record of a type's exchanges, for `lastNacked` and `allAcked`. */
 interface Exchanged {
   readonly sent?: { readonly nonce: string } | undefined;
+  readonly acked?: { readonly nonce: string } | undefined;
   readonly nacked?: { readonly nonce: string } | undefined;
 }
 
@@ -34,4 +35,10 @@ interface Exchanged {
 export function lastNacked(types: TypeSlots<Exchanged>): boolean {
   for (const type of types) if (type?.sent !== undefined && type.nacked?.nonce === type.sent.nonce) return true;
   return false;
+}
+
+/** Whether the last response of every type was ACKed: the client holds what it was sent. */
+export function allAcked(types: TypeSlots<Exchanged>): boolean {
+  for (const type of types) if (type?.sent !== undefined && type.acked?.nonce !== type.sent.nonce) return false;
+  return true;
 }

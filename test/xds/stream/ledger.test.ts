@@ -145,9 +145,11 @@ const SHARED: readonly Rule[] = [
     rule: 'an answer to the last nonce without error_detail is an ACK of what that response carried',
     check: (client, stream) => {
       const sent = stream.served(client);
+      expect(stream.ledger.acknowledged()).toBe(false);
       expect(stream.receive(client.ack(sent))).toEqual({ kind: 'ack', version: sent.version, nonce: sent.nonce });
       expect(stream.ledger.report(CLUSTER)?.acked).toMatchObject({ version: sent.version, nonce: sent.nonce });
       expect(stream.ledger.nacking()).toBe(false);
+      expect(stream.ledger.acknowledged()).toBe(true);
     },
   },
   {
@@ -157,6 +159,7 @@ const SHARED: readonly Rule[] = [
       expect(stream.receive(client.nack(sent, 'bad cluster'))).toEqual({ kind: 'nack', version: sent.version, nonce: sent.nonce, message: 'bad cluster' });
       expect(stream.ledger.report(CLUSTER)?.nacked).toMatchObject({ version: sent.version, message: 'bad cluster' });
       expect(stream.ledger.nacking()).toBe(true);
+      expect(stream.ledger.acknowledged()).toBe(false);
     },
   },
   {
