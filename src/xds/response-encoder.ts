@@ -1,4 +1,5 @@
 import { encodeFields, KEPT, lengthDelimited, type EncodedResource, type FieldPart } from './encode.js';
+import { sameContent } from './resource-set.js';
 import type { DeltaResponse, SotwResponse, XdsResponse } from './stream/index.js';
 
 // DiscoveryResponse field numbers (envoy/service/discovery/v3/discovery.proto).
@@ -71,13 +72,13 @@ export class ResponseEncoder {
 
   /**
    * The body of `response` encoded, when the type's previous response had the same resources and
-   * version: the same objects, in one list or in equal ones (an EDS response after an ACK is the
-   * changed resources, a list of its own at every node).
+   * version: the same resources (a resource's version is the hash of its bytes), in one list or in
+   * equal ones (an EDS response after an ACK is the changed resources, a list of its own at every node).
    */
   #sotwBody(response: SotwResponse): Buffer | undefined {
     const { typeUrl, resources, version } = response;
     const last = this.#sotwBodies.get(typeUrl);
-    if (last === undefined || last.version !== version || !sameResources(last.resources, resources)) {
+    if (last === undefined || last.version !== version || !sameContent(last.resources, resources)) {
       this.#sotwBodies.set(typeUrl, { resources, version, bytes: undefined });
       return undefined;
     }
@@ -120,11 +121,4 @@ export class ResponseEncoder {
     }
     return encoded;
   }
-}
-
-function sameResources(a: readonly EncodedResource[], b: readonly EncodedResource[]): boolean {
-  if (a === b) return true;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
