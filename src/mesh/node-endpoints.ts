@@ -3,10 +3,10 @@ import type { MeshServices } from './mesh-services.js';
 import type { NodeResources } from './node-resources.js';
 import type { ClusterRef } from './route-plan.js';
 
-// Per mesh services (one object per dataplanes map), by the subsets a node's routes name (one list for every node of an outbound
-// part, node-resources.ts, whose outbound services it also fixes): nodes with the same
-// outbounds share one set, found without building a key per node.
-const byState = new WeakMap<MeshServices, WeakMap<readonly ClusterRef[], ResourceSet>>();
+// Per mesh services (one object per dataplanes map), by the subsets a node's routes name (one
+// list for every node of an outbound part, node-resources.ts, whose outbound services it also
+// fixes): nodes with the same outbounds share one set, found without building a key per node.
+const byServices = new WeakMap<MeshServices, WeakMap<readonly ClusterRef[], ResourceSet>>();
 
 /**
  * The ClusterLoadAssignments a node's own clusters name that the mesh's shared set lacks (I5):
@@ -16,12 +16,12 @@ const byState = new WeakMap<MeshServices, WeakMap<readonly ClusterRef[], Resourc
 export function nodeEndpoints(services: MeshServices, own: NodeResources): ResourceSet {
   const missing = services.missingEndpoints(own.outboundServices);
   if (own.subsets.length === 0) return missing;
-  let ofState = byState.get(services);
-  if (ofState === undefined) byState.set(services, (ofState = new WeakMap()));
-  let set = ofState.get(own.subsets);
+  let ofServices = byServices.get(services);
+  if (ofServices === undefined) byServices.set(services, (ofServices = new WeakMap()));
+  let set = ofServices.get(own.subsets);
   if (set === undefined) {
     set = new ResourceSet([...missing.list, ...own.subsets.map((ref) => services.subset(ref.service, ref.tags!).assignment)]);
-    ofState.set(own.subsets, set);
+    ofServices.set(own.subsets, set);
   }
   return set;
 }

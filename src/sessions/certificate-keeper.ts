@@ -80,7 +80,7 @@ export class CertificateKeeper {
     const { state, dataplane } = found;
     const authority = signingAuthority(state);
     if (authority === undefined) throw new MtlsUnavailableError(state.mesh.resource.name, 'its CA is being created; try again');
-    const handed = this.handOver(node);
+    const handed = this.#takeAhead(node, state, dataplane);
     if (handed !== undefined) return handed;
     const renewal = this.#held.has(node);
     const issued = sign(authority, state, dataplane, this.#options.now());
@@ -95,8 +95,10 @@ export class CertificateKeeper {
    */
   handOver(node: string): CertificateInfo | undefined {
     const found = this.#find(node);
-    if (!found.ok) return undefined;
-    const { state, dataplane } = found;
+    return found.ok ? this.#takeAhead(node, found.state, found.dataplane) : undefined;
+  }
+
+  #takeAhead(node: string, state: MeshResources, dataplane: Held<Dataplane>): CertificateInfo | undefined {
     const ahead = this.#ahead.get(dataplane);
     if (ahead === undefined) return undefined;
     this.#ahead.delete(dataplane);
