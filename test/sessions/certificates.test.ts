@@ -217,6 +217,16 @@ describe('a certificate issued ahead, handed to a new session', () => {
     expect(views.get(NODE)!.certificate!.serial).not.toBe(first.serial);
     expect(sink.sent.at(-1)?.typeUrl).toBe(SECRET);
     assertNoMissingSecret(sink);
+
+    // Evicted: the certificate handed over goes with the session, and nothing issues another (I3).
+    registry.close(NODE, 's1', 'gone');
+    await settled();
+    clock.increment(GRACE);
+    await settled();
+    expect([registry.size, keeper.size]).toEqual([0, 0]);
+    clock.increment(TTL);
+    await settled();
+    expect(keeper.size).toBe(0);
   });
 
   it('is not handed over once its renewal came due: the session is issued one when it asks', async () => {
