@@ -47,10 +47,13 @@ export function connectWebSocketInspector(options: InspectOptions, instance: str
   };
 }
 
-/** The event as sent: a generated snapshot is named by its revision and versions, not its bytes; a store's news without its reader. */
+/** The event as sent: a generated snapshot is named by its revision and versions, not its bytes; an event without the reader it carries (`generate`). */
 function inspectedEvent(event: AnyEventObject): AnyEventObject {
   const session = event as SessionEvent;
-  if (session.type === 'store.advanced' || session.type === 'watchdog.ticked') return { type: session.type, at: session.at, revision: session.revision };
+  if ('generate' in session) {
+    const { generate: _reader, ...facts } = session;
+    return facts;
+  }
   if (session.type !== 'snapshot.generated') return event;
   const { node, revision, resourceCount, types } = session.snapshot;
   const versions = Object.fromEntries(Object.entries(types).map(([typeUrl, type]) => [typeUrl, type.version]));

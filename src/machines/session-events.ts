@@ -28,7 +28,7 @@ export type Generation =
 
 /**
  * Reads a node's configuration from the store's current projection. It only reads, so a
- * session may call it within a step: the news that the store moved carries it.
+ * session may call it within a step: every event after which a session generates carries it.
  */
 export type Generate = (node: string) => Generation;
 
@@ -50,15 +50,15 @@ export type RequestEvent = {
  * stamped at the edge (the machine never reads a clock).
  */
 export type SessionEvent =
-  /** The first request of a new stream, carrying the node id. */
-  | { readonly type: 'stream.opened'; readonly at: number; readonly stream: StreamInfo; readonly request: TypedRequest }
+  /** The first request of a new stream, carrying the node id; `generate` reads the node's configuration, generated within the step. */
+  | { readonly type: 'stream.opened'; readonly at: number; readonly stream: StreamInfo; readonly request: TypedRequest; readonly generate: Generate }
   /** A later request on a stream, named after its kind (`REQUEST_EVENTS`). */
   | RequestEvent
   | { readonly type: 'stream.closed'; readonly at: number; readonly streamId: string; readonly reason: string }
   | { readonly type: 'snapshot.generated'; readonly at: number; readonly snapshot: Snapshot }
   | { readonly type: 'snapshot.failed'; readonly at: number; readonly revision: number; readonly error: GenerationFailure }
-  /** The store read the log to its end after this stream asked it to (`catchUp`). */
-  | { readonly type: 'store.caughtUp'; readonly at: number; readonly streamId: string }
+  /** The store read the log to its end after this stream asked it to (`catchUp`); `generate` reads the node's configuration from it. */
+  | { readonly type: 'store.caughtUp'; readonly at: number; readonly streamId: string; readonly generate: Generate }
   /** The store could not be read when this stream asked it to (`catchUp`); the next tick tries again. */
   | { readonly type: 'store.catchUpFailed'; readonly at: number; readonly streamId: string; readonly reason: string }
   /** The store's projection moved to `revision`; `generate` reads a node's configuration from it. */
@@ -87,12 +87,18 @@ export interface CertificateInfo {
 
 export type SessionEventType = SessionEvent['type'];
 
+/** A generation as the event that tells a session of it. */
+export function generationEvent(generation: Generation, at: number): Extract<SessionEvent, { type: 'snapshot.generated' | 'snapshot.failed' }> {
+  return generation.ok ? { type: 'snapshot.generated', at, snapshot: generation.snapshot } : { type: 'snapshot.failed', at, revision: generation.revision, error: generation.error };
+}
+
 export type { EndStatus };
 
 /**
- * What a session asks the outside world to do. The registry carries these out: it runs the
- * generator, has the store read the log to its end, and the stream writer sends bytes or
- * ends a stream.
+ * What a session asks the outside world to do. The registry carries these out: it has the
+ * store read the log to its end, issues certificates, and the stream writer sends bytes or
+ * ends a stream. A session generates within a step, by the means its event carries
+ * (`Generate`); `generate` asks for a generation to come as an event of its own.
  */
 export type SessionIntent =
   | { readonly type: 'generate' }

@@ -4,7 +4,7 @@ import { parseNodeId } from '../mesh/index.js';
 import { openLedger, type Snapshot } from '../xds/index.js';
 import { isBehind, servedSnapshot, streamPhase, type SessionContext, type SessionInput } from './session-context.js';
 import { answerIntents, pushIntents, type Effects } from './session-effects.js';
-import type { EndStatus, SessionEvent, SessionIntent } from './session-events.js';
+import { generationEvent, type EndStatus, type SessionEvent, type SessionIntent } from './session-events.js';
 import { isDataplaneGone, needsCertificate } from './generation-failure.js';
 
 /** The part of `enqueueActions`' `enqueue` a step needs. */
@@ -57,7 +57,13 @@ export const sessionSetup = setup({
       const message = parsed.ok ? `node id ${excerpt(context.node)} is invalid` : parsed.reason;
       enqueue.emit({ type: 'end', streamId: event.stream.id, status: { code: 'INVALID_ARGUMENT', message } });
     }),
-    requestSnapshot: emit({ type: 'generate' }),
+    // Awaiting a snapshot: generated within the step of the event that calls for it, which carries
+    // the means, the result raised as the event it is: a connect is one step, not a request and
+    // its answer. (A failure moves nothing here; in `serving` one may, so it comes by itself.)
+    generateSnapshot: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, ['stream.opened', 'store.caughtUp', 'store.advanced', 'watchdog.ticked', 'certificate.issued']);
+      enqueue.raise(generationEvent(event.generate(context.node), event.at));
+    }),
     catchUp: emit(({ context }) => ({ type: 'catchUp' as const, streamId: streamPhase(context).stream.id })),
     push: enqueueActions(({ context, event, enqueue }, params: { snapshot: Snapshot }) => serve(context, enqueue, params.snapshot, event.at)),
     // A serving node generates in the step that hears the store moved: one event per node per
@@ -152,8 +158,8 @@ export const sessionMachine = sessionSetup.createMachine({
         'xds.requested': { guard: 'currentStream', actions: 'record' },
         'xds.acked': { guard: 'currentStream', actions: 'record' },
         'xds.nacked': { guard: 'currentStream', actions: 'record' },
-        'store.advanced': { guard: 'behind', actions: 'requestSnapshot' },
-        'watchdog.ticked': { guard: 'behind', actions: 'requestSnapshot' },
+        'store.advanced': { guard: 'behind', actions: 'generateSnapshot' },
+        'watchdog.ticked': { guard: 'behind', actions: 'generateSnapshot' },
         'stream.closed': { guard: 'currentStream', target: '#disconnected', actions: 'release' },
         'stream.opened': { target: '#awaiting-snapshot', reenter: true, actions: ['supersede', 'adoptStream'] },
         // Certificates (docs/mtls.md): issued at the edge, recorded here; a failure keeps what the node holds (I8).
@@ -207,7 +213,9 @@ export const sessionMachine = sessionSetup.createMachine({
             // I2: generation starts on connect, not at the next watchdog tick.
             generating: {
               id: 'generating',
-              entry: 'requestSnapshot',
+              // What it generated, taken within the step that entered it: a stream's opening is served in its own step.
+              meta: { raises: ['snapshot.generated', 'snapshot.failed'] },
+              entry: 'generateSnapshot',
               on: {
                 // Generation waited for the certificate: it goes again, now that the node has one.
                 'certificate.issued': { target: '#generating', reenter: true, actions: 'recordCertificate' },

@@ -25,6 +25,11 @@ export interface ChartState {
   readonly parent?: string;
   /** For a compound state, the id of the child it starts in. */
   readonly initial?: string;
+  /**
+   * Events it raises on entry and takes within the same step (`meta.raises`): a move the story
+   * records under the event that started the step may have gone on by them.
+   */
+  readonly raises?: readonly string[];
 }
 
 export interface ChartTransition {
@@ -89,15 +94,22 @@ export function chartOf<TMachine extends AnyStateMachine>(machine: TMachine, opt
   return { id: machine.id, initial: initialOf(root) ?? '', states, transitions };
 }
 
+function raisedOn(node: AnyStateNode): string[] | undefined {
+  const raises: unknown = (node.meta as { raises?: unknown } | undefined)?.raises;
+  return Array.isArray(raises) ? raises.filter((event): event is string => typeof event === 'string') : undefined;
+}
+
 function stateOf(node: AnyStateNode): ChartState {
   const parent = node.parent && node.parent.parent ? idOf(node.parent) : undefined;
   const initial = node.type === 'compound' ? initialOf(node) : undefined;
+  const raises = raisedOn(node);
   return {
     id: idOf(node),
     key: node.key,
     type: node.type,
     ...(parent !== undefined && { parent }),
     ...(initial !== undefined && { initial }),
+    ...(raises !== undefined && { raises }),
   };
 }
 

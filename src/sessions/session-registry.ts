@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { createActor, type ActorOptions, type InspectionEvent } from 'xstate';
 import {
   delayedEventOf,
+  generationEvent,
   isBehind,
   REQUEST_EVENTS,
   SESSION_STATES,
@@ -129,7 +130,9 @@ export class SessionRegistry implements SessionGateway {
   readonly #keeper: SessionKeeper = {
     moved: (session, to, cause) => {
       const { node, at } = session;
-      const record = session.story.moved(this.#options.now(), cause ?? { type: delayedEventOf(at) ?? 'xstate.after' }, at, to);
+      const { phase } = session.actor.getSnapshot().context;
+      const served = phase.state === 'serving' ? phase.snapshot : undefined;
+      const record = session.story.moved(this.#options.now(), cause ?? { type: delayedEventOf(at) ?? 'xstate.after' }, at, to, served);
       session.at = to;
       this.#counts[sessionStateOf(at)]--;
       this.#counts[sessionStateOf(to)]++;
@@ -196,7 +199,7 @@ export class SessionRegistry implements SessionGateway {
       if (this.#closing !== undefined) return sink.end({ code: 'UNAVAILABLE', message: this.#closing });
       this.#sinks.set(stream.id, sink);
       const session = this.#sessions.get(node) ?? this.#create(node);
-      session.send({ type: 'stream.opened', at: this.#options.now(), stream, request });
+      session.send({ type: 'stream.opened', at: this.#options.now(), stream, request, generate: this.#options.generate });
     });
   }
 
@@ -380,14 +383,13 @@ export class SessionRegistry implements SessionGateway {
 
   #generate(session: Session): void {
     const generation = this.#options.generate(session.node);
-    const at = this.#options.now();
-    session.send(generation.ok ? { type: 'snapshot.generated', at, snapshot: generation.snapshot } : { type: 'snapshot.failed', at, revision: generation.revision, error: generation.error });
+    session.send(generationEvent(generation, this.#options.now()));
   }
 
   /** Has the store read the log to its end, then tells the session, in slices: a storm of arrivals shares one read. */
   #catchUp(session: Session, streamId: string): void {
     this.#options.catchUp().then(
-      () => this.#tell([session], { type: 'store.caughtUp', at: this.#options.now(), streamId }),
+      () => this.#tell([session], { type: 'store.caughtUp', at: this.#options.now(), streamId, generate: this.#options.generate }),
       (error: unknown) => this.#tell([session], { type: 'store.catchUpFailed', at: this.#options.now(), streamId, reason: error instanceof Error ? error.message : String(error) }),
     );
   }

@@ -1,5 +1,6 @@
 import { REQUEST_EVENTS, type SessionEvent, type SessionStateId, type TransitionRecord } from '../machines/index.js';
 import { isoTime, storableText } from '../common/index.js';
+import type { Snapshot } from '../xds/index.js';
 import { TransitionRing } from './transition-ring.js';
 
 /** The most characters of a close reason a story keeps: a status message has at most 1,024. */
@@ -16,9 +17,14 @@ export class SessionStory {
     this.#ring = new TransitionRing(capacity);
   }
 
-  /** Records a move between chart states, caused by `event`; returns the record. */
-  moved(at: number, event: { readonly type: string }, from: SessionStateId, to: SessionStateId): TransitionRecord {
-    const detail = detailOf(event as SessionEvent);
+  /**
+   * Records a move between chart states, caused by `event`; returns the record. A move into
+   * `serving` names what it served (`served`), whichever event it came by: a stream's opening
+   * generates within its own step.
+   */
+  moved(at: number, event: { readonly type: string }, from: SessionStateId, to: SessionStateId, served?: Snapshot): TransitionRecord {
+    const facts = detailOf(event as SessionEvent);
+    const detail = served === undefined ? facts : { ...facts, revision: served.revision, resources: served.resourceCount };
     return this.#push({ at: isoTime(at), event: event.type, from, to, ...(detail && { detail }) });
   }
 
@@ -51,8 +57,6 @@ function detailOf(event: SessionEvent): Record<string, string | number> | undefi
     case 'stream.closed':
       // The reason may quote what the client sent (a changed node id), and the story is saved with the session records.
       return { stream: event.streamId, reason: storableText(event.reason, MAX_REASON) };
-    case 'snapshot.generated':
-      return { revision: event.snapshot.revision, resources: event.snapshot.resourceCount };
     case 'snapshot.failed':
       return { revision: event.revision, code: event.error.code, message: event.error.message };
     case 'store.catchUpFailed':

@@ -44,15 +44,21 @@ describe('GET /sessions/{node}/history', () => {
     expect(Object.keys(body).sort()).toEqual(['instance', 'node', 'state', 'transitions']);
     expect(body).toMatchObject({ node: NODE, instance: 'test', state: 'disconnected' });
     expect(steps(body.transitions)).toEqual([
-      { event: 'stream.opened', from: 'connecting', to: 'generating' },
-      { event: 'snapshot.generated', from: 'generating', to: 'serving' },
+      // Generated within the step that opened the stream: one move, naming what it served.
+      { event: 'stream.opened', from: 'connecting', to: 'serving' },
       { event: 'xds.nacked', from: 'serving', to: 'serving' },
       { event: 'stream.closed', from: 'serving', to: 'disconnected' },
     ]);
-    const [opened, generated, nacked, closed] = body.transitions;
-    expect(opened?.detail).toEqual({ stream: expect.any(String), peer: expect.any(String), protocol: 'sotw', typeUrl: CLUSTER });
-    expect(generated?.detail).toEqual({ revision: harness.cp.store.projection.revision, resources: expect.any(Number) });
-    expect(generated?.detail?.resources).toBeGreaterThan(0);
+    const [opened, nacked, closed] = body.transitions;
+    expect(opened?.detail).toEqual({
+      stream: expect.any(String),
+      peer: expect.any(String),
+      protocol: 'sotw',
+      typeUrl: CLUSTER,
+      revision: harness.cp.store.projection.revision,
+      resources: expect.any(Number),
+    });
+    expect(opened?.detail?.resources).toBeGreaterThan(0);
     expect(nacked?.detail).toEqual({ typeUrl: CLUSTER, version: clusters.versionInfo, nonce: clusters.nonce, message: REJECTED });
     expect(closed?.detail?.stream).toBe(opened?.detail?.stream);
     const times = body.transitions.map((transition) => Date.parse(transition.at));
@@ -83,13 +89,13 @@ describe('GET /sessions/{node}/history', () => {
       await serving;
       const { body } = await getHistory(NODE);
       // Holding configuration, it is answered only once the store was read to the log's end.
-      expect(steps(body.transitions).slice(-4)).toEqual([
+      expect(steps(body.transitions).slice(-3)).toEqual([
         { event: 'stream.closed', from: 'serving', to: 'disconnected' },
         { event: 'stream.opened', from: 'disconnected', to: 'catching-up' },
-        { event: 'store.caughtUp', from: 'catching-up', to: 'generating' },
-        { event: 'snapshot.generated', from: 'generating', to: 'serving' },
+        { event: 'store.caughtUp', from: 'catching-up', to: 'serving' },
       ]);
-      expect(body.transitions.at(-3)?.detail).toMatchObject({ typeUrl: CLUSTER, version: clusters.versionInfo });
+      expect(body.transitions.at(-2)?.detail).toMatchObject({ typeUrl: CLUSTER, version: clusters.versionInfo });
+      expect(body.transitions.at(-1)?.detail).toEqual({ revision: harness.cp.store.projection.revision, resources: expect.any(Number) });
     } finally {
       again.close();
     }
@@ -114,7 +120,7 @@ describe('GET /sessions/{node}/history', () => {
       const opening = { stream: expect.any(String), peer: expect.any(String), protocol: 'delta', typeUrl: CLUSTER };
       // The first stream held nothing; the second named both clusters, so the store was read to its end first.
       expect(opened.map((t) => [t.to, t.detail])).toEqual([
-        ['generating', opening],
+        ['serving', { ...opening, revision: expect.any(Number), resources: expect.any(Number) }],
         ['catching-up', { ...opening, holds: 2 }],
       ]);
       expect(opened[1]?.detail?.stream).not.toBe(opened[0]?.detail?.stream);
@@ -127,14 +133,13 @@ describe('GET /sessions/{node}/history', () => {
     await scriptedSession();
     const { code, stdout } = await runCli(['inspect', NODE], { env: { CHANCERY_API_ADDRESS: harness.api } });
     expect(code).toBe(0);
-    const timeline = stdout.slice(stdout.indexOf('Transitions (oldest first):')).split('\n').slice(1, 5);
+    const timeline = stdout.slice(stdout.indexOf('Transitions (oldest first):')).split('\n').slice(1, 4);
     expect(timeline.map((line) => line.split(/ {2}/).slice(2, 4))).toEqual([
-      ['connecting → generating', 'on stream.opened'],
-      ['generating → serving', 'on snapshot.generated'],
+      ['connecting → serving', 'on stream.opened'],
       ['serving', 'on xds.nacked'],
       ['serving → disconnected', 'on stream.closed'],
     ]);
-    expect(timeline[2]).toContain(`message=${REJECTED}`);
+    expect(timeline[1]).toContain(`message=${REJECTED}`);
   });
 
   it('answers 404 naming the node when it has no session here', async () => {

@@ -188,7 +188,8 @@ describe('a proxyless gRPC client (grpc-js-xds) configured by Chancery', { timeo
     // Chancery saw each cut as a disconnect, and each reconnect was re-served from a fresh snapshot.
     const path = states.filter((state, i) => i === 0 || state !== states[i - 1]);
     const cycle: SessionState[] = ['disconnected', 'awaiting-snapshot', 'serving'];
-    expect(path).toEqual(['awaiting-snapshot', 'serving', ...Array.from({ length: CUTS }, () => cycle).flat()]);
+    // A first stream is served within the step that opens it; a reconnect naming versions waits for the store to be read first.
+    expect(path).toEqual(['serving', ...Array.from({ length: CUTS }, () => cycle).flat()]);
 
     const session = harness.cp.session(NODE)!;
     expect(session.state).toBe('serving');
@@ -204,12 +205,7 @@ describe('a proxyless gRPC client (grpc-js-xds) configured by Chancery', { timeo
     const view = (await response.json()) as { state: string; transitions: Array<{ from: string; to: string }> };
     expect(view.state).toBe('serving');
     // It holds configuration when it comes back, so the store is read to its end before it is answered.
-    expect(view.transitions.slice(-4).map(({ from, to }) => `${from}->${to}`)).toEqual([
-      'serving->disconnected',
-      'disconnected->catching-up',
-      'catching-up->generating',
-      'generating->serving',
-    ]);
+    expect(view.transitions.slice(-3).map(({ from, to }) => `${from}->${to}`)).toEqual(['serving->disconnected', 'disconnected->catching-up', 'catching-up->serving']);
   });
 
   it('is answered once a Dataplane of the service it asked for is applied, though the service did not exist when it asked', async () => {

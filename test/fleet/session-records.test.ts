@@ -81,7 +81,7 @@ describe('session records: every instance sees which instance serves which node'
     expect(seen).toMatchObject({ node: NODE, instance: 'a', state: 'serving', revision: live.revision, stream: live.stream });
     expect(seen!.recordedAt).toEqual(expect.any(String));
     for (const type of ['CDS', 'EDS', 'LDS']) expect(seen!.types[type]!.acked!.version).toBe(live.types[type]!.acked!.version);
-    expect(seen!.transitions.map((t) => t.to)).toEqual(['generating', 'serving']);
+    expect(seen!.transitions.map((t) => t.to)).toEqual(['serving']);
     expect((await b.cp.instances()).map((i) => [i.id, i.xds])).toEqual([
       ['a', a.cp.addresses.xds],
       ['b', b.cp.addresses.xds],

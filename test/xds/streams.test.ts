@@ -94,7 +94,7 @@ describe('reconnect and eviction (DESIGN §4: disconnected → awaiting-snapshot
     expect(namesOf(after.stream.responses[0]!)).toEqual(CLUSTERS);
     expect(namesOf(after.listeners)).toEqual(LISTENERS);
     const { body } = await getSession(harness, NODE);
-    expect(body.transitions.map((transition) => transition.event)).toEqual(['stream.opened', 'snapshot.generated']);
+    expect(body.transitions.map((transition) => [transition.event, transition.to])).toEqual([['stream.opened', 'serving']]);
   });
 });
 

@@ -397,27 +397,38 @@ function stepItem(step) {
 
 /**
  * The transitions of the chart a step of the story took, by their index: the one its event
- * triggered, from the state it left or a state around it, into the state it entered or one
- * around it, and the eventless ones inside that led on to where it rests.
+ * triggered, from the state it left or a state around it, then the eventless ones, and those of
+ * an event raised by a state it entered (`raises`), that led on to where it rests.
  */
 function takenBy(chart, step) {
-  const parents = new Map(chart.states.map((state) => [state.id, state.parent]));
+  const byId = new Map(chart.states.map((state) => [state.id, state]));
   const within = (id, around) => {
-    for (let at = id; at !== undefined; at = parents.get(at)) if (at === around) return true;
+    for (let at = id; at !== undefined; at = byId.get(at)?.parent) if (at === around) return true;
     return false;
   };
-  const taken = [];
-  chart.transitions.forEach((transition, index) => {
-    const { trigger, source, targets } = transition;
-    if (trigger.kind === 'always' || trigger.event !== step.event) return;
-    if (!within(step.from, source) || !targets.some((target) => within(step.to, target))) return;
-    taken.push(index);
-    chart.transitions.forEach((inner, innerIndex) => {
-      if (inner.trigger.kind !== 'always' || !inner.targets.includes(step.to)) return;
-      if (targets.some((target) => target !== step.to && within(inner.source, target))) taken.push(innerIndex);
-    });
-  });
-  return taken;
+  // Entering a state enters its initial child, down to a state with none.
+  const restsIn = (id) => {
+    let at = id;
+    while (byId.get(at)?.initial !== undefined) at = byId.get(at).initial;
+    return at;
+  };
+  const movesOn = (from, takes) =>
+    chart.transitions.flatMap(({ trigger, source, targets }, index) =>
+      takes(trigger) && targets.length > 0 && within(from, source) ? targets.map((target) => ({ index, to: restsIn(target), target })) : [],
+    );
+  // Within a step, eventless transitions go before a raised event is taken.
+  const next = (from) => {
+    const eventless = movesOn(from, (trigger) => trigger.kind === 'always');
+    const raises = byId.get(from)?.raises ?? [];
+    return eventless.length > 0 ? eventless : movesOn(from, (trigger) => trigger.kind === 'event' && raises.includes(trigger.event));
+  };
+  let walks = movesOn(step.from, (trigger) => trigger.kind !== 'always' && trigger.event === step.event).map((move) => ({ ...move, taken: [move.index] }));
+  for (let depth = 0; depth < chart.states.length && walks.length > 0; depth++) {
+    const arrived = walks.find((walk) => walk.to === step.to || within(step.to, walk.target));
+    if (arrived !== undefined) return arrived.taken;
+    walks = walks.flatMap((walk) => next(walk.to).map((move) => ({ ...move, taken: [...walk.taken, move.index] })));
+  }
+  return [];
 }
 
 function titleOf(group) {
