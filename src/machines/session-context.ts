@@ -26,6 +26,8 @@ export interface SessionInput {
   readonly node: string;
   /** How long a disconnected session waits for its node to come back, in ms. */
   readonly evictionGrace: number;
+  /** A certificate issued ahead for the node (pregeneration), handed to its session as it is created: its first generation has it. */
+  readonly certificate?: CertificateInfo;
 }
 
 export interface SessionContext {

@@ -136,7 +136,7 @@ export const sessionSetup = setup({
  */
 export const sessionMachine = sessionSetup.createMachine({
   id: 'session',
-  context: ({ input }) => ({ node: input.node, evictionGrace: input.evictionGrace, phase: { state: 'connecting' }, attempted: 0 }),
+  context: ({ input: { node, evictionGrace, certificate } }) => ({ node, evictionGrace, phase: { state: 'connecting' }, attempted: 0, ...(certificate && { certificate }) }),
   initial: 'connecting',
   states: {
     connecting: {
@@ -146,8 +146,6 @@ export const sessionMachine = sessionSetup.createMachine({
           { guard: 'validNode', target: '#awaiting-snapshot', actions: 'adoptStream' },
           { target: '#evicted', actions: 'refuseNode' },
         ],
-        // A certificate issued ahead (pregeneration), handed over before the stream: the first generation has it.
-        'certificate.issued': { actions: 'recordCertificate' },
       },
     },
     streaming: {

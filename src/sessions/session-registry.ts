@@ -314,8 +314,11 @@ export class SessionRegistry implements SessionGateway {
     // (3× the cost of an event, bench/README.md): only a session chosen for live inspection has one.
     // XState inspects only a root actor, with a system of its own: every other session shares one (session-systems.ts).
     const inspector = this.#callbacks.inspect?.(node);
+    // A certificate issued ahead (pregeneration) is the session's from the start, so its first
+    // generation has it: without, a node of a mesh with mTLS would be generated once for nothing.
+    const certificate = this.#options.certificates?.handOver(node);
     const actor = createActor(sessionMachine, {
-      input: { node, evictionGrace },
+      input: { node, evictionGrace, ...(certificate && { certificate }) },
       clock,
       ...(inspector ? { inspect: (inspection: InspectionEvent) => inspector.next?.(inspection) } : { parent: this.#systems.next() }),
     });
@@ -326,21 +329,9 @@ export class SessionRegistry implements SessionGateway {
     this.#ordered.splice(this.#place(node), 0, node);
     this.#counts[sessionStateOf(session.at)]++;
     actor.start();
-    this.#handOver(session);
+    // Renewed like any certificate issued to it, at 2/3 of its life.
+    if (certificate !== undefined) this.#dueIn(session, this.#certificateEntry(node), certificate.renewAt - this.#options.now());
     return session;
-  }
-
-  /**
-   * A new session takes the certificate issued ahead for its node (pregeneration) before its
-   * stream is opened, so its first generation already has it: without, a node of a mesh with mTLS
-   * is generated once for nothing, then again once its certificate is issued.
-   */
-  #handOver(session: Session): void {
-    const certificate = this.#options.certificates?.handOver(session.node);
-    if (certificate === undefined) return;
-    const at = this.#options.now();
-    this.#dueIn(session, this.#certificateEntry(session.node), certificate.renewAt - at);
-    session.send({ type: 'certificate.issued', at, certificate, generate: this.#options.generate });
   }
 
   #carryOut(session: Session, intent: SessionIntent): void {
