@@ -210,6 +210,15 @@ describe('the session chart, exported from the machine', () => {
     ]);
   });
 
+  it('as JSON, names the one state that raises events within its step: generating, what it generated', async () => {
+    const chart = JSON.parse(await renderStatechart('json')) as Statechart;
+    const raising = chart.states.filter((state) => state.raises !== undefined).map(({ id, raises }) => [id, raises]);
+    expect(raising).toEqual([['generating', ['snapshot.generated', 'snapshot.failed']]]);
+    // Each event it raises is one the chart takes around it.
+    const taken = new Set(chart.transitions.flatMap(({ trigger, source }) => (trigger.kind === 'event' && source === 'awaiting-snapshot' ? [trigger.event] : [])));
+    for (const event of raising[0]![1] as string[]) expect(taken).toContain(event);
+  });
+
   it('as Mermaid, draws exactly those states and transitions', async () => {
     expectSameChart(parseMermaid(await renderStatechart('mermaid')), expected);
   });
