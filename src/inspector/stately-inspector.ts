@@ -48,7 +48,7 @@ export function connectWebSocketInspector(options: InspectOptions, instance: str
 }
 
 /** The event as sent: a generated snapshot is named by its revision and versions, not its bytes; an event without the reader it carries (`generate`). */
-function inspectedEvent(event: AnyEventObject): AnyEventObject {
+export function inspectedEvent(event: AnyEventObject): AnyEventObject {
   const session = event as SessionEvent;
   if ('generate' in session) {
     const { generate: _reader, ...facts } = session;

@@ -156,8 +156,6 @@ export const sessionMachine = sessionSetup.createMachine({
         'xds.requested': { guard: 'currentStream', actions: 'record' },
         'xds.acked': { guard: 'currentStream', actions: 'record' },
         'xds.nacked': { guard: 'currentStream', actions: 'record' },
-        'store.advanced': { guard: 'behind', actions: 'generateSnapshot' },
-        'watchdog.ticked': { guard: 'behind', actions: 'generateSnapshot' },
         'stream.closed': { guard: 'currentStream', target: '#disconnected', actions: 'release' },
         'stream.opened': { target: '#awaiting-snapshot', reenter: true, actions: ['supersede', 'adoptStream'] },
         // Certificates (docs/mtls.md): issued at the edge, recorded here; a failure keeps what the node holds (I8).
@@ -215,6 +213,9 @@ export const sessionMachine = sessionSetup.createMachine({
               meta: { raises: ['snapshot.generated', 'snapshot.failed'] },
               entry: 'generateSnapshot',
               on: {
+                // Generation waited (for the Dataplane, for the store): it goes again at a newer revision.
+                'store.advanced': { guard: 'behind', target: '#generating', reenter: true },
+                'watchdog.ticked': { guard: 'behind', target: '#generating', reenter: true },
                 // Generation waited for the certificate: it goes again, now that the node has one.
                 'certificate.issued': { target: '#generating', reenter: true, actions: 'recordCertificate' },
               },

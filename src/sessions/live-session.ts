@@ -61,7 +61,8 @@ export class LiveSession implements Session, Observer<SnapshotFrom<SessionMachin
   next(snapshot: SnapshotFrom<SessionMachine>): void {
     const cause = this.#causes.shift();
     const to = stateIdOf(snapshot.value);
-    if (to !== this.at) this.#keeper.moved(this, to, cause);
+    // A newer stream served within its opening step leaves the session where it was: still a step of its story.
+    if (to !== this.at || cause?.type === 'stream.opened') this.#keeper.moved(this, to, cause);
   }
 
   complete(): void {

@@ -53,6 +53,8 @@ describe('I4: a superseded stream can no longer touch the node', () => {
     expect(older.ended?.code).toBe('ABORTED');
     expect(newer.sent.map((response) => response.typeUrl)).toEqual([CLUSTER]);
     const before = views.get(NODE);
+    // Served within its opening step, the newer stream leaves the session in serving: still a step of its story.
+    expect(before?.transitions.at(-1)).toMatchObject({ event: 'stream.opened', from: 'serving', to: 'serving', detail: { stream: 'new' } });
 
     // The old stream's last words, as a client that has not yet heard of its end would send them.
     const nonce = older.sent[0]!.nonce;
