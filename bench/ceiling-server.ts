@@ -8,6 +8,7 @@
  * machine for the same traffic: the gap to Chancery is what Chancery's own code costs.
  */
 import { Server, ServerCredentials, type ServerDuplexStream, type ServiceDefinition } from '@grpc/grpc-js';
+import { ConnectWindow } from '../src/xds/connect-window.js';
 import { listenForGrpc, type GrpcListener } from '../src/xds/grpc-listener.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET } from '../src/xds/type-urls.js';
 import { monotonicMs, serveCommands } from './support/child-link.js';
@@ -54,6 +55,8 @@ class Ceiling {
   /** Streams that asked for a type a change writes (EDS, RDS), by type URL. */
   readonly #watching = new Map<string, Set<ServerDuplexStream<Buffer, Buffer>>>(Object.values(CHANGED).map((typeUrl) => [typeUrl, new Set()]));
   #listener: GrpcListener | undefined;
+  /** Chancery's connect window, told of each stream's first answer as Chancery's server tells it. */
+  readonly #window = new ConnectWindow();
 
   constructor(sizes: ResponseSizes) {
     for (const [type, size] of Object.entries(sizes)) this.#responses.set(TYPES[type as ShortType], response(TYPES[type as ShortType], 'v1', size));
@@ -74,9 +77,9 @@ class Ceiling {
     });
   }
 
-  /** Listens as Chancery does (src/xds/grpc-listener.ts), so both are measured with the same accept queue. */
+  /** Listens as Chancery does (src/xds/grpc-listener.ts), so both are measured with the same accept queue and connect window. */
   async listen(): Promise<string> {
-    this.#listener = await listenForGrpc(this.#server, '127.0.0.1:0', ServerCredentials.createInsecure());
+    this.#listener = await listenForGrpc(this.#server, '127.0.0.1:0', ServerCredentials.createInsecure(), this.#window);
     return this.#listener.address;
   }
 
@@ -102,6 +105,7 @@ class Ceiling {
       if (answer === undefined) return;
       this.#watching.get(typeUrl)?.add(call);
       call.write(answer);
+      this.#window.leave(call.getPeer());
     });
     const forget = () => {
       for (const streams of this.#watching.values()) streams.delete(call);

@@ -1,6 +1,7 @@
 import type { Server, ServerCredentials } from '@grpc/grpc-js';
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
 import { bareHost, formatHostPort, HOST_PORT_RULE, parseHostPort } from '../common/index.js';
+import { ConnectWindow } from './connect-window.js';
 
 /**
  * The accept queue a listener asks the kernel for. grpc-js's own `bindAsync` listens with Node's
@@ -23,18 +24,27 @@ export const ACCEPT_BACKLOG = 65_535;
 export const CONNECTIONS_PER_TURN = 32;
 
 /**
- * Hands accepted connections on at most CONNECTIONS_PER_TURN per turn of the event loop; the
- * rest wait, unread (`pauseOnConnect`), in the order they were accepted.
+ * Hands accepted connections on at most CONNECTIONS_PER_TURN per turn of the event loop, and
+ * only while the connect window has room; the rest wait, unread (`pauseOnConnect`), in the order
+ * they were accepted.
  */
 class PacedAdmission {
   readonly #waiting: Socket[] = [];
   #admitted = 0;
   #turnScheduled = false;
 
-  constructor(readonly admit: (socket: Socket) => void) {}
+  constructor(
+    readonly admit: (socket: Socket) => void,
+    readonly window: ConnectWindow,
+  ) {}
+
+  /** Connections accepted and not handed on yet. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
 
   add(socket: Socket): void {
-    if (this.#waiting.length === 0 && this.#admitted < CONNECTIONS_PER_TURN) this.#admit(socket);
+    if (this.#waiting.length === 0 && this.#mayAdmit()) this.#admit(socket);
     else {
       // A client gone while it waits must not throw: its socket is dropped when its turn comes.
       socket.on('error', ignore);
@@ -48,8 +58,15 @@ class PacedAdmission {
     for (const socket of this.#waiting.splice(0)) socket.destroy();
   }
 
+  #mayAdmit(): boolean {
+    return this.#admitted < CONNECTIONS_PER_TURN && this.window.hasRoom;
+  }
+
   #admit(socket: Socket): void {
     this.#admitted++;
+    const peer = peerOf(socket);
+    this.window.enter(peer);
+    socket.once('close', () => this.window.leave(peer));
     socket.off('error', ignore);
     // HTTP/2 takes the socket's handle over as it is handed on; unpaused first, it reads.
     socket.resume();
@@ -62,14 +79,21 @@ class PacedAdmission {
     setImmediate(() => {
       this.#turnScheduled = false;
       this.#admitted = 0;
-      while (this.#waiting.length > 0 && this.#admitted < CONNECTIONS_PER_TURN) {
+      while (this.#waiting.length > 0 && this.#mayAdmit()) {
         const socket = this.#waiting.shift()!;
         if (socket.destroyed) socket.off('error', ignore);
         else this.#admit(socket);
       }
-      if (this.#waiting.length > 0 || this.#admitted > 0) this.#nextTurn();
+      // The window full: no turn is taken until it has room (no loop spinning meanwhile).
+      if (this.#waiting.length > 0 && !this.window.hasRoom) this.window.whenRoom(() => this.#nextTurn());
+      else if (this.#waiting.length > 0 || this.#admitted > 0) this.#nextTurn();
     });
   }
+}
+
+/** A connection's peer as grpc-js's `getPeer` names it, so the server can say which one it answered. */
+function peerOf(socket: Socket): string {
+  return `${socket.remoteAddress}:${socket.remotePort}`;
 }
 
 const ignore = () => {};
@@ -78,19 +102,22 @@ const ignore = () => {};
 export interface GrpcListener {
   /** `host:port` as bound (the port the OS chose for port 0). */
   readonly address: string;
+  /** Connections accepted and waiting for the connect window. */
+  readonly waiting: number;
   close(): void;
 }
 
 /**
  * Listens on `address` with an accept queue of ACCEPT_BACKLOG and hands accepted connections to
  * `server` (grpc-js's connection injector, which serves them exactly as a bound port would, TLS
- * included), CONNECTIONS_PER_TURN at a time.
+ * included), CONNECTIONS_PER_TURN at a time while `window` has room. The server tells the window
+ * when it answers a connection (`ConnectWindow.leave` with the call's peer).
  */
-export function listenForGrpc(server: Server, address: string, credentials: ServerCredentials): Promise<GrpcListener> {
+export function listenForGrpc(server: Server, address: string, credentials: ServerCredentials, window: ConnectWindow): Promise<GrpcListener> {
   const parsed = parseHostPort(address);
   if (parsed === undefined) return Promise.reject(new Error(`"${address}" is not an address to listen on: expected ${HOST_PORT_RULE}`));
   const injector = server.createConnectionInjector(credentials);
-  const admission = new PacedAdmission((socket) => injector.injectConnection(socket));
+  const admission = new PacedAdmission((socket) => injector.injectConnection(socket), window);
   const listener: NetServer = createServer({ noDelay: true, pauseOnConnect: true }, (socket) => admission.add(socket));
   return new Promise((resolve, reject) => {
     listener.once('error', reject);
@@ -102,7 +129,13 @@ export function listenForGrpc(server: Server, address: string, credentials: Serv
         listener.close();
         admission.drop();
       };
-      resolve({ address: formatHostPort({ host: parsed.host, port }), close });
+      resolve({
+        address: formatHostPort({ host: parsed.host, port }),
+        get waiting() {
+          return admission.waiting;
+        },
+        close,
+      });
     });
   });
 }

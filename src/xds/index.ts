@@ -17,6 +17,7 @@ export {
 } from './snapshot.js';
 export { MAX_REQUEST_TEXT, type XdsLimits } from './request-limits.js';
 export { grpcServerCredentials, type TlsSource } from './tls-credentials.js';
+export { ConnectWindow, type ConnectWindowOptions } from './connect-window.js';
 export { XdsServer, type SessionGateway, type XdsServerOptions, type XdsServerSizes } from './xds-server.js';
 export {
   DeltaLedger,

@@ -30,11 +30,16 @@ export interface StreamSink {
  */
 export class StreamWriter implements StreamSink {
   #open = true;
+  #answered: (() => void) | undefined;
 
+  /** `answered` is called once, with the stream's first response or its status, whichever comes first. */
   constructor(
     readonly call: ServerDuplexStream<unknown, Uint8Array>,
     readonly encoder: ResponseEncoder,
-  ) {}
+    answered?: () => void,
+  ) {
+    this.#answered = answered;
+  }
 
   get open(): boolean {
     return this.#open;
@@ -44,14 +49,23 @@ export class StreamWriter implements StreamSink {
     if (!this.#open) return 0;
     const bytes = this.encoder.encode(response);
     this.call.write(bytes);
+    this.#answer();
     return bytes.length;
   }
 
   end(status: EndStatus): void {
     if (!this.#open) return;
     this.#open = false;
+    this.#answer();
     // `clip` marks a cut with one more character: the message sent, `…` included, has at most MAX_STATUS_MESSAGE.
     this.call.emit('error', { code: grpcStatus[status.code], details: clip(status.message, MAX_STATUS_MESSAGE - 1) });
+  }
+
+  #answer(): void {
+    const answered = this.#answered;
+    if (answered === undefined) return;
+    this.#answered = undefined;
+    answered();
   }
 
   /** The stream closed from the other side; drop anything still owed. */

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { answerClientStatus, UnsupportedNodeMatcherError, type ClientStatusSource } from './client-status.js';
 import { excerpt } from '../common/index.js';
 import { ConnectionStreams } from './connection-streams.js';
+import { ConnectWindow } from './connect-window.js';
 import { listenForGrpc, type GrpcListener } from './grpc-listener.js';
 import { ADS_SERVICE, CSDS_SERVICE, PER_TYPE_SERVICES, serviceDefinition } from './grpc-services.js';
 import { malformedRequest, refuseRequest, type XdsLimits } from './request-limits.js';
@@ -61,6 +62,8 @@ export interface XdsServerOptions {
   readonly onRefused?: (refused: RefusedStream) => void;
   /** Timers that end a stream when its token expires; default the process's. */
   readonly clock?: ExpiryClock;
+  /** The connect window every listener of the server shares; default `new ConnectWindow()`. */
+  readonly connectWindow?: ConnectWindow;
 }
 
 /** What `XdsServer.sizes()` counts. */
@@ -98,6 +101,8 @@ export class XdsServer {
   readonly #gates = new Set<StreamGate>();
   readonly #connections: ConnectionStreams;
   readonly #listeners: GrpcListener[] = [];
+  /** Connections taken on and not answered yet, across every listener: a storm is served a window at a time. */
+  readonly #window: ConnectWindow;
   /** What every stream this server serves needs of it. */
   readonly #host: StreamHost;
   #streams = 0;
@@ -107,6 +112,7 @@ export class XdsServer {
 
   constructor(options: XdsServerOptions) {
     this.#options = options;
+    this.#window = options.connectWindow ?? new ConnectWindow();
     this.#host = {
       options,
       forget: (stream) => {
@@ -143,12 +149,14 @@ export class XdsServer {
     } satisfies UntypedServiceImplementation);
     this.#server.addService(serviceDefinition(CSDS_SERVICE), {
       FetchClientStatus: (call: ServerUnaryCall<Uint8Array, Uint8Array>, callback: sendUnaryData<Uint8Array>) => {
+        this.#window.leave(call.getPeer());
         const answered = this.#clientStatus(call.request);
         if ('bytes' in answered) callback(null, answered.bytes);
         else callback(answered.refusal);
       },
       StreamClientStatus: (call: ServerDuplexStream<Uint8Array, Uint8Array>) => {
         call.on('data', (request: Uint8Array) => {
+          this.#window.leave(call.getPeer());
           const answered = this.#clientStatus(request);
           if ('bytes' in answered) call.write(answered.bytes);
           else call.emit('error', answered.refusal);
@@ -175,9 +183,16 @@ export class XdsServer {
     return { streams: this.#open.size, gates: this.#gates.size, connections: this.#connections.size };
   }
 
+  /** For tests and diagnostics: connections accepted and waiting for the connect window, and those in it (taken on, not answered yet). */
+  connects(): { waiting: number; connecting: number } {
+    let waiting = 0;
+    for (const listener of this.#listeners) waiting += listener.waiting;
+    return { waiting, connecting: this.#window.size };
+  }
+
   /** Binds `host:port` (port 0 lets the OS choose), over TLS when given credentials, and resolves with the bound address. */
   async listen(address: string, credentials = ServerCredentials.createInsecure()): Promise<string> {
-    const listener = await listenForGrpc(this.#server, address, credentials);
+    const listener = await listenForGrpc(this.#server, address, credentials, this.#window);
     this.#listeners.push(listener);
     return listener.address;
   }
@@ -240,7 +255,7 @@ export class XdsServer {
     const { instanceId, limits } = this.#options;
     const id = `${instanceId}/${++this.#streams}`;
     const peer = call.getPeer();
-    const writer = new StreamWriter(call, this.#encoder);
+    const writer = new StreamWriter(call, this.#encoder, () => this.#window.leave(peer));
     if (this.#draining) {
       writer.end({ code: RECONNECT, message: `instance ${instanceId} is draining; reconnect to another instance` });
       return;
