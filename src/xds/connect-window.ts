@@ -36,7 +36,8 @@ export class ConnectWindow {
   readonly #after: (ms: number, wake: () => void) => () => void;
   /** Peer → when it entered, in the order they entered: the oldest first. */
   readonly #connecting = new Map<string, number>();
-  #wake: (() => void) | undefined;
+  /** Those waiting for room: each listener of a server with connections waiting. */
+  #waiting: Array<() => void> = [];
   #cancelTimer: (() => void) | undefined;
 
   constructor(options: ConnectWindowOptions = {}) {
@@ -72,31 +73,36 @@ export class ConnectWindow {
 
   /** `peer` was answered, or closed: its place is free. */
   leave(peer: string): void {
-    if (!this.#connecting.delete(peer) || this.#wake === undefined || this.#connecting.size >= this.#max) return;
-    this.#opened();
+    if (this.#connecting.delete(peer) && this.#waiting.length > 0 && this.#connecting.size < this.#max) this.#opened();
   }
 
   /**
-   * Calls `wake` once, as soon as the window has room again: when a connection leaves, or when
-   * the oldest one's patience runs out. One caller waits at a time; a later call replaces it.
+   * Calls `wake` once, as soon as the window has room: when a connection leaves, or when the
+   * oldest one's patience runs out (at once if it has room now). Each listener waiting is woken.
    */
   whenRoom(wake: () => void): void {
-    this.#cancelTimer?.();
-    this.#wake = wake;
+    this.#waiting.push(wake);
+    if (this.hasRoom) this.#opened();
+    else if (this.#cancelTimer === undefined) this.#timeOldest();
+  }
+
+  /** Wakes the waiting when the oldest connection's patience runs out. */
+  #timeOldest(): void {
     const oldest = this.#connecting.values().next();
-    if (oldest.done) return this.#opened();
-    this.#cancelTimer = this.#after(Math.max(0, oldest.value + this.#patienceMs - this.#now()), () => {
+    const dueIn = oldest.done ? 0 : Math.max(0, oldest.value + this.#patienceMs - this.#now());
+    this.#cancelTimer = this.#after(dueIn, () => {
       this.#cancelTimer = undefined;
       if (this.hasRoom) this.#opened();
-      else if (this.#wake) this.whenRoom(this.#wake);
+      else if (this.#waiting.length > 0) this.#timeOldest();
     });
   }
 
   #opened(): void {
-    const wake = this.#wake;
     this.#cancelTimer?.();
-    this.#cancelTimer = this.#wake = undefined;
-    wake?.();
+    this.#cancelTimer = undefined;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const wake of waiting) wake();
   }
 
   #expire(): void {

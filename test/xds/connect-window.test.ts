@@ -63,19 +63,19 @@ describe('the connect window: connections taken on and not answered yet', () => 
     expect(window.size).toBe(0);
   });
 
-  it('wakes the one waiting as soon as a connection leaves', () => {
+  it('wakes everyone waiting (each listener of the server) as soon as a connection leaves, once', () => {
     const { window } = windowOf(1, 1_000);
     window.enter('a:1');
     const woken: string[] = [];
-    window.whenRoom(() => woken.push('first'));
-    window.whenRoom(() => woken.push('second'));
+    window.whenRoom(() => woken.push('one listener'));
+    window.whenRoom(() => woken.push('another'));
     expect(woken).toEqual([]);
     window.leave('a:1');
-    expect(woken).toEqual(['second']);
+    expect(woken).toEqual(['one listener', 'another']);
     // Woken once: a later leave wakes no one.
     window.enter('b:1');
     window.leave('b:1');
-    expect(woken).toEqual(['second']);
+    expect(woken).toEqual(['one listener', 'another']);
   });
 
   it('wakes the one waiting when the oldest connection’s patience runs out, though nothing answered it', () => {
