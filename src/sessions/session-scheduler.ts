@@ -1,3 +1,5 @@
+import { Fifo } from '../common/index.js';
+
 /** ms of session work per turn of the event loop, and how many items run between looks at the clock. */
 const SLICE_MS = 8;
 const SLICE_CHECK = 16;
@@ -17,39 +19,6 @@ interface Batch {
   /** `now()` when it was scheduled. */
   readonly at: number;
   next: number;
-}
-
-/**
- * A lane's batches, first in first out. In a storm a lane holds thousands of one-request
- * batches, and an array's `shift` copies all of them each time (20 µs a batch at 10,000).
- */
-class BatchQueue {
-  #batches: (Batch | undefined)[] = [];
-  #head = 0;
-
-  get length(): number {
-    return this.#batches.length - this.#head;
-  }
-
-  get first(): Batch | undefined {
-    return this.#batches[this.#head];
-  }
-
-  push(batch: Batch): void {
-    this.#batches.push(batch);
-  }
-
-  shift(): void {
-    this.#batches[this.#head++] = undefined;
-    // Emptied: start over. Otherwise the taken half is let go once it is the larger part.
-    if (this.#head === this.#batches.length) {
-      this.#batches = [];
-      this.#head = 0;
-    } else if (this.#head >= 1_024 && this.#head * 2 >= this.#batches.length) {
-      this.#batches = this.#batches.slice(this.#head);
-      this.#head = 0;
-    }
-  }
 }
 
 /**
@@ -93,7 +62,7 @@ export class SessionScheduler {
   readonly #now: () => number;
   readonly #defer: (turn: () => void) => void;
   readonly #sliceMs: number;
-  readonly #lanes: Record<Lane, BatchQueue> = { 'fan-out': new BatchQueue(), requests: new BatchQueue(), background: new BatchQueue(), idle: new BatchQueue() };
+  readonly #lanes: Record<Lane, Fifo<Batch>> = { 'fan-out': new Fifo<Batch>(), requests: new Fifo<Batch>(), background: new Fifo<Batch>(), idle: new Fifo<Batch>() };
   #pending = false;
   /** When this turn's slice is spent; undefined until work runs in the turn. */
   #sliceEnd: number | undefined;
@@ -134,7 +103,7 @@ export class SessionScheduler {
   }
 
   /** The most urgent lane with work; undefined when none has. */
-  #next(): BatchQueue | undefined {
+  #next(): Fifo<Batch> | undefined {
     const { 'fan-out': fanOut, requests, background, idle } = this.#lanes;
     if (fanOut.length > 0) return fanOut;
     if (background.length > 0 && (requests.length === 0 || this.#now() - background.first!.at >= BACKGROUND_MAX_WAIT_MS)) return background;

@@ -1,6 +1,6 @@
 import type { Server, ServerCredentials } from '@grpc/grpc-js';
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
-import { bareHost, formatHostPort, HOST_PORT_RULE, parseHostPort } from '../common/index.js';
+import { bareHost, Fifo, formatHostPort, HOST_PORT_RULE, parseHostPort } from '../common/index.js';
 import { ConnectWindow } from './connect-window.js';
 
 /**
@@ -29,7 +29,7 @@ export const CONNECTIONS_PER_TURN = 32;
  * they were accepted.
  */
 class PacedAdmission {
-  readonly #waiting: Socket[] = [];
+  readonly #waiting = new Fifo<Socket>();
   #admitted = 0;
   #turnScheduled = false;
 
@@ -55,7 +55,7 @@ class PacedAdmission {
 
   /** The listener closed: connections still waiting are never served, so they are ended now, and their clients reconnect elsewhere. */
   drop(): void {
-    for (const socket of this.#waiting.splice(0)) socket.destroy();
+    for (const socket of this.#waiting.drain()) socket.destroy();
   }
 
   #mayAdmit(): boolean {
