@@ -194,7 +194,12 @@ class ChanceryControlPlane implements ControlPlane {
     if (options.recordTicks === undefined && this.#instanceTtl < 3 * recordInterval) {
       throw new RangeError(`instanceTtl (${this.#instanceTtl} ms) must be at least 3 × recordInterval (${recordInterval} ms), or live instances would look dead between saves`);
     }
-    const metrics = new ControlPlaneMetrics({ sessions: () => this.#views, now, soonestCertificateExpiry: () => this.#certificates.soonestExpiry() });
+    const metrics = new ControlPlaneMetrics({
+      sessions: () => this.#views,
+      now,
+      soonestCertificateExpiry: () => this.#certificates.soonestExpiry(),
+      connections: () => this.#xds.connects(),
+    });
     this.metrics = metrics;
     // A session's changes mark its record to be saved with the next batch: its story too when a step was added.
     const recording: SessionCallbacks = {

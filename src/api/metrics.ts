@@ -22,6 +22,8 @@ export interface ControlPlaneMetricsOptions {
   readonly now: () => number;
   /** The soonest `notAfter` (epoch ms) of the workload certificates this instance's nodes hold; undefined when none. */
   readonly soonestCertificateExpiry?: () => number | undefined;
+  /** xDS connections accepted and waiting for the connect window, and those taken on and not answered yet. */
+  readonly connections?: () => { readonly waiting: number; readonly connecting: number };
 }
 
 /** Per type URL, the labelled child of a histogram: bound once, so observing allocates nothing. */
@@ -104,6 +106,17 @@ export class ControlPlaneMetrics implements SessionCallbacks {
       collect() {
         const streams = options.sessions().streams();
         for (const protocol of PROTOCOLS) this.set({ protocol }, streams[protocol]);
+      },
+    });
+    new Gauge({
+      name: 'chancery_xds_connections',
+      help: 'xDS connections in a connect storm: waiting (accepted, not taken on yet) and connecting (taken on, not answered yet).',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const { waiting, connecting } = options.connections?.() ?? { waiting: 0, connecting: 0 };
+        this.set({ state: 'waiting' }, waiting);
+        this.set({ state: 'connecting' }, connecting);
       },
     });
     new Gauge({

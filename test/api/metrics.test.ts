@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SessionState } from '../../src/machines/session-view.js';
-import { aggregateMetrics } from '../../src/api/index.js';
+import { aggregateMetrics, ControlPlaneMetrics } from '../../src/api/index.js';
 import { MemoryEventLog } from '../../src/store/index.js';
 import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER } from '../../src/xds/type-urls.js';
 import { envoyHandshake } from '../support/envoy-handshake.js';
@@ -189,6 +189,19 @@ describe('GET /metrics', () => {
     } finally {
       delta.close();
     }
+  });
+
+  it('reports the connections of a connect storm, waiting and connecting, as the xDS server counts them', async () => {
+    const census = { counts: () => Object.fromEntries(STATES.map((state) => [state, 0])) as Record<SessionState, number>, oldestParkedSince: () => undefined, streams: () => ({ sotw: 0, delta: 0 }) };
+    const metrics = new ControlPlaneMetrics({ sessions: () => census, now: () => now, connections: () => ({ waiting: 1_234, connecting: 256 }) });
+    const exposition = parseExposition(await metrics.text());
+    expect(value(exposition, 'chancery_xds_connections', { state: 'waiting' })).toBe(1_234);
+    expect(value(exposition, 'chancery_xds_connections', { state: 'connecting' })).toBe(256);
+    // The control plane's own: every connection of the fleet answered, none waiting.
+    await fleet();
+    const served = (await scrape(harness)).exposition;
+    expect(value(served, 'chancery_xds_connections', { state: 'waiting' })).toBe(0);
+    expect(exposition.types.get('chancery_xds_connections')).toBe('gauge');
   });
 
   it('reports parked requests and how long the oldest has waited', async () => {
