@@ -24,12 +24,23 @@ export const ACCEPT_BACKLOG = 65_535;
 export const CONNECTIONS_PER_TURN = 32;
 
 /**
- * Hands accepted connections on at most CONNECTIONS_PER_TURN per turn of the event loop, and
- * only while the connect window has room; the rest wait, unread (`pauseOnConnect`), in the order
- * they were accepted.
+ * Bytes a waiting connection may have read before it is handed on: its first messages (an HTTP/2
+ * preface, settings and a request, or a TLS ClientHello) and no more; then it stops reading.
+ */
+const WAITING_READ_BYTES = 4_096;
+
+/**
+ * Hands accepted connections on at most CONNECTIONS_PER_TURN per turn of the event loop, only
+ * while the connect window has room, and only once the client has sent something: a connection
+ * taken on before its client wrote would bring its request later, in a burst with others, and a
+ * silent one would hold a place in the window for nothing. Until then a connection waits (its
+ * first bytes read and kept, for HTTP/2 or TLS to take with the socket), in the order it was heard from.
  */
 class PacedAdmission {
+  /** Heard from, waiting for the window. */
   readonly #waiting = new Fifo<Socket>();
+  /** Accepted, not heard from yet. */
+  readonly #silent = new Set<Socket>();
   #admitted = 0;
   #turnScheduled = false;
 
@@ -40,22 +51,30 @@ class PacedAdmission {
 
   /** Connections accepted and not handed on yet. */
   get waiting(): number {
-    return this.#waiting.length;
+    return this.#waiting.length + this.#silent.size;
   }
 
   add(socket: Socket): void {
-    if (this.#waiting.length === 0 && this.#mayAdmit()) this.#admit(socket);
-    else {
-      // A client gone while it waits must not throw: its socket is dropped when its turn comes.
-      socket.on('error', ignore);
-      this.#waiting.push(socket);
-    }
-    this.#nextTurn();
+    // A client gone while it waits must not throw: its socket is dropped when its turn comes.
+    socket.on('error', ignore);
+    this.#silent.add(socket);
+    socket.once('close', () => this.#silent.delete(socket));
+    // A 'readable' listener reads into the socket's buffer without consuming it.
+    socket.once('readable', () => {
+      if (!this.#silent.delete(socket)) return;
+      // Readable with nothing to read: the client hung up without a word.
+      if (socket.readableLength === 0) return void socket.destroy();
+      if (this.#waiting.length === 0 && this.#mayAdmit()) this.#admit(socket);
+      else this.#waiting.push(socket);
+      this.#nextTurn();
+    });
   }
 
   /** The listener closed: connections still waiting are never served, so they are ended now, and their clients reconnect elsewhere. */
   drop(): void {
     for (const socket of this.#waiting.drain()) socket.destroy();
+    for (const socket of this.#silent) socket.destroy();
+    this.#silent.clear();
   }
 
   #mayAdmit(): boolean {
@@ -68,8 +87,8 @@ class PacedAdmission {
     this.window.enter(peer);
     socket.once('close', () => this.window.leave(peer));
     socket.off('error', ignore);
-    // HTTP/2 takes the socket's handle over as it is handed on; unpaused first, it reads.
-    socket.resume();
+    // HTTP/2 (or TLS) takes the socket's handle over as it is handed on, and what the socket read
+    // while it waited with it: the socket is not resumed, which would let its buffer flow away.
     this.admit(socket);
   }
 
@@ -118,7 +137,7 @@ export function listenForGrpc(server: Server, address: string, credentials: Serv
   if (parsed === undefined) return Promise.reject(new Error(`"${address}" is not an address to listen on: expected ${HOST_PORT_RULE}`));
   const injector = server.createConnectionInjector(credentials);
   const admission = new PacedAdmission((socket) => injector.injectConnection(socket), window);
-  const listener: NetServer = createServer({ noDelay: true, pauseOnConnect: true }, (socket) => admission.add(socket));
+  const listener: NetServer = createServer({ noDelay: true, pauseOnConnect: true, highWaterMark: WAITING_READ_BYTES }, (socket) => admission.add(socket));
   return new Promise((resolve, reject) => {
     listener.once('error', reject);
     listener.listen({ host: bareHost(parsed.host), port: parsed.port, backlog: ACCEPT_BACKLOG }, () => {

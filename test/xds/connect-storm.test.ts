@@ -1,4 +1,5 @@
 import { Client, credentials } from '@grpc/grpc-js';
+import { connect, type Socket } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/defaults.js';
@@ -96,6 +97,24 @@ describe('a connect storm is taken on a window at a time', () => {
     await gateway.opened('default.next');
     // Its place was held from before the first stream opened; it is let go no sooner than its patience.
     expect(performance.now() - openedAt).toBeGreaterThanOrEqual(patienceMs - 50);
+  });
+
+  it('takes a connection on only once its client has sent something: a silent one holds no place', async () => {
+    const { gateway, server, address } = await serverWith(new ConnectWindow({ max: 1, patienceMs: 60_000 }));
+    const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
+    const silent: Socket = await new Promise((resolve) => {
+      const socket = connect({ host, port }, () => resolve(socket));
+    });
+    try {
+      await eventually('the silent connection accepted', () => server.connects().waiting === 1);
+      const next = ownConnection(address);
+      next.send({ typeUrl: CLUSTER, nodeId: 'default.next' });
+      await gateway.opened('default.next');
+      expect(server.connects()).toEqual({ waiting: 1, connecting: 1 });
+    } finally {
+      silent.destroy();
+    }
+    await eventually('the silent connection gone', () => server.connects().waiting === 0);
   });
 
   it('makes room when a stream is ended with a status rather than answered', async () => {
