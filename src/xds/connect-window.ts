@@ -23,11 +23,12 @@ export interface ConnectWindowOptions {
  * 10,000 HTTP/2 connections and sessions side by side, which held the event loop for a second at
  * a time and left 10–25 % more memory behind (bench/README.md).
  *
- * A connection leaves the window when it is answered (a response or a status on any of its
- * streams), when it closes, or after `patienceMs`, whichever comes first: a client that sends
- * nothing, or a node the server cannot serve yet (its Dataplane not applied, the store being
- * read), holds its place only that long, so the window never closes for good; at worst it admits
- * `max` connections every `patienceMs`.
+ * A connection enters once its client has sent something (a silent one never does: see
+ * grpc-listener.ts), and leaves when it is answered (a response or a status on any of its
+ * streams), when it closes, or after `patienceMs`, whichever comes first: a client that opens a
+ * stream and says no more, or a node the server cannot serve yet (its Dataplane not applied, the
+ * store being read), holds its place only that long, so the window never closes for good; at
+ * worst it admits `max` connections every `patienceMs`.
  */
 export class ConnectWindow {
   readonly #max: number;

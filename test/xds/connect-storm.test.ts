@@ -70,7 +70,7 @@ describe('a connect storm is taken on a window at a time', () => {
 
     const second = ownConnection(address);
     second.send({ typeUrl: CLUSTER, nodeId: 'default.second' });
-    // Accepted (the kernel drops nothing), but not handed to grpc-js: its stream is not read.
+    // Accepted (the kernel drops nothing) and heard from, but not handed to grpc-js: its stream never reaches the server.
     await eventually('the second connection accepted and waiting', () => server.connects().waiting === 1);
     expect(server.connects()).toEqual({ waiting: 1, connecting: 1 });
     expect(gateway.events).toEqual(['open default.first']);
