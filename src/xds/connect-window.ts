@@ -33,7 +33,8 @@ export interface ConnectWindowOptions {
 export class ConnectWindow {
   readonly #max: number;
   readonly #patienceMs: number;
-  readonly #now: () => number;
+  /** The window's clock (ms, monotonic); the listener times its turns' admissions with it too. */
+  readonly now: () => number;
   readonly #after: (ms: number, wake: () => void) => () => void;
   /** Peer → when it entered, in the order they entered: the oldest first. */
   readonly #connecting = new Map<string, number>();
@@ -44,7 +45,7 @@ export class ConnectWindow {
   constructor(options: ConnectWindowOptions = {}) {
     this.#max = options.max ?? CONNECTING_MAX;
     this.#patienceMs = options.patienceMs ?? CONNECTING_PATIENCE_MS;
-    this.#now = options.now ?? (() => performance.now());
+    this.now = options.now ?? (() => performance.now());
     this.#after =
       options.after ??
       ((ms, wake) => {
@@ -69,7 +70,7 @@ export class ConnectWindow {
   enter(peer: string): void {
     // Entered again (a port reused before its close was seen): it goes to the back, as the newest.
     this.#connecting.delete(peer);
-    this.#connecting.set(peer, this.#now());
+    this.#connecting.set(peer, this.now());
   }
 
   /** `peer` was answered, or closed: its place is free. */
@@ -90,7 +91,7 @@ export class ConnectWindow {
   /** Wakes the waiting when the oldest connection's patience runs out. */
   #timeOldest(): void {
     const oldest = this.#connecting.values().next();
-    const dueIn = oldest.done ? 0 : Math.max(0, oldest.value + this.#patienceMs - this.#now());
+    const dueIn = oldest.done ? 0 : Math.max(0, oldest.value + this.#patienceMs - this.now());
     this.#cancelTimer = this.#after(dueIn, () => {
       this.#cancelTimer = undefined;
       if (this.hasRoom) this.#opened();
@@ -107,7 +108,7 @@ export class ConnectWindow {
   }
 
   #expire(): void {
-    const oldestAllowed = this.#now() - this.#patienceMs;
+    const oldestAllowed = this.now() - this.#patienceMs;
     for (const [peer, since] of this.#connecting) {
       if (since > oldestAllowed) break;
       this.#connecting.delete(peer);

@@ -24,24 +24,35 @@ export const ACCEPT_BACKLOG = 65_535;
 export const CONNECTIONS_PER_TURN = 32;
 
 /**
+ * ms of a turn spent handing connections on, at most (the first always goes). Setting up a
+ * connection takes 50–150 µs when the process has its core to itself, so the count binds first;
+ * when the core is shared (V8's concurrent marking of a large heap on a core-limited host), each
+ * takes many times as long, and 32 of them, with the requests they carry, held single turns for
+ * 150–450 ms of a storm (bench/README.md).
+ */
+export const ADMISSION_SLICE_MS = 4;
+
+/**
  * Bytes a waiting connection may have read before it is handed on: its first messages (an HTTP/2
  * preface, settings and a request, or a TLS ClientHello) and no more; then it stops reading.
  */
 const WAITING_READ_BYTES = 4_096;
 
 /**
- * Hands accepted connections on at most CONNECTIONS_PER_TURN per turn of the event loop, only
+ * Hands accepted connections on at most CONNECTIONS_PER_TURN, and ADMISSION_SLICE_MS, per turn of the event loop, only
  * while the connect window has room, and only once the client has sent something: a connection
  * taken on before its client wrote would bring its request later, in a burst with others, and a
  * silent one would hold a place in the window for nothing. Until then a connection waits (its
  * first bytes read and kept, for HTTP/2 or TLS to take with the socket), in the order it was heard from.
  */
-class PacedAdmission {
+export class PacedAdmission {
   /** Heard from, waiting for the window. */
   readonly #waiting = new Fifo<Socket>();
   /** Accepted, not heard from yet. */
   readonly #silent = new Set<Socket>();
   #admitted = 0;
+  /** When this turn's first connection was handed on. */
+  #turnStart = 0;
   #turnScheduled = false;
 
   constructor(
@@ -78,11 +89,12 @@ class PacedAdmission {
   }
 
   #mayAdmit(): boolean {
-    return this.#admitted < CONNECTIONS_PER_TURN && this.window.hasRoom;
+    const inBudget = this.#admitted === 0 || (this.#admitted < CONNECTIONS_PER_TURN && this.window.now() - this.#turnStart < ADMISSION_SLICE_MS);
+    return inBudget && this.window.hasRoom;
   }
 
   #admit(socket: Socket): void {
-    this.#admitted++;
+    if (this.#admitted++ === 0) this.#turnStart = this.window.now();
     const peer = peerOf(socket);
     this.window.enter(peer);
     socket.once('close', () => this.window.leave(peer));
