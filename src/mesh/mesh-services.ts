@@ -22,6 +22,8 @@ export class MeshServices {
   readonly #memo: MeshMemo;
   /** Subsets routes named at this state, by cluster name: built on first use. */
   #subsets: Map<string, Subset> | undefined;
+  /** `missingEndpoints` at this state, by the list of services asked about (one per outbound part, shared by its nodes). */
+  readonly #missing = new WeakMap<readonly string[], ResourceSet>();
 
   constructor(
     readonly mesh: string,
@@ -49,9 +51,19 @@ export class MeshServices {
   /**
    * Empty ClusterLoadAssignments for those of `services` the mesh does not have, so every
    * EDS name an Envoy outbound's cluster uses is in its snapshot (I5). Memoised per mesh
-   * by the missing names: nodes calling the same missing services share one set.
+   * by the missing names: nodes calling the same missing services share one set; and per list
+   * asked about, so the nodes of one outbound part do not each walk it at every change.
    */
   missingEndpoints(services: readonly string[]): ResourceSet {
+    let set = this.#missing.get(services);
+    if (set === undefined) {
+      set = this.#missingOf(services);
+      this.#missing.set(services, set);
+    }
+    return set;
+  }
+
+  #missingOf(services: readonly string[]): ResourceSet {
     let missing: string[] | undefined;
     for (const service of services) if (!this.#services.has(service)) (missing ??= []).push(service);
     if (missing === undefined) return ResourceSet.empty;

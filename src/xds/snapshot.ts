@@ -180,12 +180,21 @@ export function assertSealed(snapshot: Snapshot): void {
 function missingSecrets(types: Readonly<Record<TypeUrl, TypeSnapshot>>): Set<string> | undefined {
   const target = types[SECRET];
   let missing: Set<string> | undefined;
-  for (const from of [LISTENER, CLUSTER] as const) {
-    const type = types[from];
-    for (const set of [type.wildcard, ...type.named]) {
-      for (const name of secretsNamedBy(set)) if (!target.get(name)) (missing ??= new Set()).add(name);
-    }
+  for (const from of SECRET_USERS) {
+    const { wildcard, named } = types[from];
+    missing = secretsMissing(wildcard, target, missing);
+    for (const set of named) missing = secretsMissing(set, target, missing);
   }
+  return missing;
+}
+
+const SECRET_USERS = [LISTENER, CLUSTER] as const;
+
+/** `missing` with the Secret names `set` uses that `target` lacks; made only when one is missing. */
+function secretsMissing(set: ResourceSet, target: TypeSnapshot, missing: Set<string> | undefined): Set<string> | undefined {
+  const names = secretsNamedBy(set);
+  // Called for every set of every node at every change, and most name none.
+  for (let i = 0; i < names.length; i++) if (!target.get(names[i]!)) (missing ??= new Set()).add(names[i]!);
   return missing;
 }
 
