@@ -298,6 +298,14 @@ describe('the SotW ledger, by its own rules', () => {
       expect(names(resubscribed.respond(ENDPOINT, B_MOVED))).toEqual(['a']);
     });
 
+    it('answers streams that hold the same resources each by what it is sent now, whichever was asked before', () => {
+      const A_MOVED = snapshot(3, [cluster('a'), cluster('b')], { a: 8080 });
+      const [one, two, three] = [endpointsSent(true), endpointsSent(true), endpointsSent(true)];
+      expect(names(one.stream.respond(ENDPOINT, B_MOVED))).toEqual(['b']);
+      expect(names(two.stream.respond(ENDPOINT, A_MOVED))).toEqual(['a']);
+      expect(names(three.stream.respond(ENDPOINT, B_MOVED))).toEqual(['b']);
+    });
+
     it('keeps CDS and LDS whole', () => {
       const stream = new Stream('sotw');
       stream.receive(client.ack(stream.served(client)));
