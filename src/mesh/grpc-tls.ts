@@ -2,6 +2,7 @@ import { anyOf, encodeResource, LISTENER, ResourceSet, type EncodedResource } fr
 import { CERTIFICATE_PROVIDER } from './bootstrap.js';
 import { HTTP_CONNECTION_MANAGER, ROUTER, socketAddress, statPrefix } from './envoy-fragments.js';
 import type { MeshResources } from './generation-input.js';
+import type { Dataplane } from './resources.js';
 import type { MeshServices } from './mesh-services.js';
 import { serviceSpiffeId } from './mesh-tls.js';
 import { serverListenerName } from './names.js';
@@ -84,17 +85,30 @@ export function serverListeners(state: MeshResources, strict: boolean): Resource
   let set = byMode.get(strict);
   if (set === undefined) {
     const listeners = new Map<string, EncodedResource>();
-    for (const { resource } of state.dataplanes.values()) {
-      const { address, inbound } = resource.networking;
-      for (const { port } of inbound) {
-        const name = serverListenerName(address, port);
-        listeners.set(name, serverListener(name, address, port, strict));
-      }
-    }
+    for (const { resource } of state.dataplanes.values()) for (const listener of inboundListeners(resource, strict)) listeners.set(listener.name, listener);
     set = new ResourceSet(listeners.values());
     byMode.set(strict, set);
   }
   return set;
+}
+
+/**
+ * Per Dataplane as stored, and mode, the server listeners of its inbounds. The mesh's set is made
+ * again whenever one of its dataplanes changes; encoding every inbound's listener again each
+ * time held the loop for 0.5–0.7 s at 10,000 dataplanes (bench/README.md, strict): an unchanged
+ * Dataplane keeps its listeners.
+ */
+const inboundListenersOf = { strict: new WeakMap<Dataplane, readonly EncodedResource[]>(), plaintext: new WeakMap<Dataplane, readonly EncodedResource[]>() };
+
+function inboundListeners(dataplane: Dataplane, strict: boolean): readonly EncodedResource[] {
+  const memo = strict ? inboundListenersOf.strict : inboundListenersOf.plaintext;
+  let listeners = memo.get(dataplane);
+  if (listeners === undefined) {
+    const { address, inbound } = dataplane.networking;
+    listeners = inbound.map(({ port }) => serverListener(serverListenerName(address, port), address, port, strict));
+    memo.set(dataplane, listeners);
+  }
+  return listeners;
 }
 
 function serverListener(name: string, address: string, port: number, strict: boolean): EncodedResource {

@@ -2,9 +2,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { issueWorkloadCertificate, newMeshAuthority, type IssuedWorkloadCertificate } from '../../src/identity/index.js';
 import { generate, generatesAlike } from '../../src/mesh/generator.js';
 import { spiffeIdsOf } from '../../src/mesh/mesh-tls.js';
+import { serverListenerName } from '../../src/mesh/names.js';
 import type { CertificateAuthority, Dataplane, DataplaneTls, InboundTls, Mesh, MtlsMode, Valid } from '../../src/mesh/resources.js';
 import type { MeshState } from '../../src/store/types.js';
-import { encodeResource } from '../../src/xds/encode.js';
+import { encodeCount, encodeResource } from '../../src/xds/encode.js';
 import { ResourceSet } from '../../src/xds/resource-set.js';
 import { MissingReferenceError, sealSnapshot, type Snapshot } from '../../src/xds/snapshot.js';
 import { CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, SECRET } from '../../src/xds/type-urls.js';
@@ -121,6 +122,19 @@ describe('generating with mTLS', () => {
     if (!result.ok) throw result.error;
     for (const typeUrl of [CLUSTER, ENDPOINT, LISTENER, ROUTE]) expect(result.snapshot.types[typeUrl].version).toBe(first.types[typeUrl].version);
     expect(result.snapshot.types[SECRET].version).not.toBe(first.types[SECRET].version);
+  });
+
+  it('encodes a changed Dataplane’s gRPC server listener alone: every other one is kept as it was', async () => {
+    const listenerOf = (snapshot: Snapshot, address: string, port: number) => snapshot.types[LISTENER].get(serverListenerName(address, port));
+    const at = state('strict');
+    await snapshotOf(at);
+    const moved = withDataplane(at, backend('backend-2', 10003));
+    const encoded = encodeCount();
+    const after = await snapshotOf(moved);
+    // Its new server listener and backend's ClusterLoadAssignment; not the mesh's other server listeners again.
+    expect(encodeCount() - encoded).toBe(2);
+    expect(listenerOf(after, '10.0.0.1', 10002)).toBeUndefined();
+    expect(listenerOf(after, '10.0.0.1', 10003)).toBeDefined();
   });
 });
 
