@@ -25,7 +25,7 @@ export interface ConnectWindowOptions {
  *
  * A connection enters once its client has sent something (a silent one never does: see
  * grpc-listener.ts), and leaves when it is answered (a response or a status on any of its
- * streams), when it closes, or after `patienceMs`, whichever comes first: a client that opens a
+ * streams), when one of its streams ends, when it closes, or after `patienceMs`, whichever comes first: a client that opens a
  * stream and says no more, or a node the server cannot serve yet (its Dataplane not applied, the
  * store being read), holds its place only that long, so the window never closes for good; at
  * worst it admits `max` connections every `patienceMs`.

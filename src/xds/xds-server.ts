@@ -74,6 +74,8 @@ export interface XdsServerSizes {
   readonly gates: number;
   /** Client connections with a stream open, counted for `maxStreamsPerConnection`. */
   readonly connections: number;
+  /** Connections accepted and not answered yet: waiting for the connect window, or in it (`connects()`). */
+  readonly admitting: number;
 }
 
 const SYSTEM_CLOCK: ExpiryClock = {
@@ -119,6 +121,8 @@ export class XdsServer {
         this.#open.delete(stream.writer);
         this.#gates.delete(stream.gate);
         this.#connections.close(stream.peer);
+        // A stream ended unanswered (its node not served yet) ends that connect: its place is free.
+        this.#window.leave(stream.peer);
       },
     };
     this.#connections = new ConnectionStreams(options.limits.maxStreamsPerConnection);
@@ -177,10 +181,11 @@ export class XdsServer {
 
   /**
    * For tests and diagnostics: how many entries the per-stream and per-connection tables hold.
-   * With no stream open, each is 0 (I3).
+   * With no stream open and every connection answered or closed, each is 0 (I3).
    */
   sizes(): XdsServerSizes {
-    return { streams: this.#open.size, gates: this.#gates.size, connections: this.#connections.size };
+    const { waiting, connecting } = this.connects();
+    return { streams: this.#open.size, gates: this.#gates.size, connections: this.#connections.size, admitting: waiting + connecting };
   }
 
   /** For tests and diagnostics: connections accepted and waiting for the connect window, and those in it (taken on, not answered yet). */

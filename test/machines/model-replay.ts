@@ -410,7 +410,7 @@ export class ModelReplay {
    */
   async #checkNothingLeft(where: string): Promise<void> {
     expect(this.cp.listSessions(), `${where}: sessions left`).toEqual([]);
-    expect(this.cp.sizes(), `${where}: the control plane's per-node and per-stream tables`).toEqual({ sessions: 0, sinks: 0, streams: 0, gates: 0, connections: 0 });
+    expect(this.cp.sizes(), `${where}: the control plane's per-node and per-stream tables`).toEqual({ sessions: 0, sinks: 0, streams: 0, gates: 0, connections: 0, admitting: 0 });
     const listeners = this.#stopped ? 0 : this.#feedListeners;
     expect(this.store.sizes(), `${where}: listeners on the change feed and callers waiting on it`).toEqual({ listeners, refreshes: 0 });
     const timers = (this.clock as unknown as { timeouts: Map<unknown, unknown> }).timeouts;
