@@ -98,6 +98,8 @@ class Ceiling {
   }
 
   #serve(call: ServerDuplexStream<Buffer, Buffer>, protocol: WireProtocol): void {
+    // The window is told of a stream's first answer only, as Chancery's StreamWriter tells it.
+    let answered = false;
     call.on('data', (bytes: Buffer) => {
       const { typeUrl, answering } = readRequestKind(protocol, bytes);
       if (answering) return;
@@ -105,6 +107,8 @@ class Ceiling {
       if (answer === undefined) return;
       this.#watching.get(typeUrl)?.add(call);
       call.write(answer);
+      if (answered) return;
+      answered = true;
       this.#window.leave(call.getPeer());
     });
     const forget = () => {

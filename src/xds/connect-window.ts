@@ -25,10 +25,10 @@ export interface ConnectWindowOptions {
  *
  * A connection enters once its client has sent something (a silent one never does: see
  * grpc-listener.ts), and leaves when it is answered (a response or a status on any of its
- * streams), when one of its streams ends, when it closes, or after `patienceMs`, whichever comes first: a client that opens a
- * stream and says no more, or a node the server cannot serve yet (its Dataplane not applied, the
- * store being read), holds its place only that long, so the window never closes for good; at
- * worst it admits `max` connections every `patienceMs`.
+ * streams), when one of its streams ends, when it closes, or after `patienceMs`, whichever comes
+ * first: a client that opens a stream and says no more, or a node the server cannot serve yet
+ * (its Dataplane not applied, the store being read), holds its place only that long, so the
+ * window never closes for good; at worst it admits `max` connections every `patienceMs`.
  */
 export class ConnectWindow {
   readonly #max: number;
@@ -73,7 +73,7 @@ export class ConnectWindow {
     this.#connecting.set(peer, this.now());
   }
 
-  /** `peer` was answered, or closed: its place is free. */
+  /** `peer` was answered, one of its streams ended, or it closed: its place is free. */
   leave(peer: string): void {
     if (this.#connecting.delete(peer) && this.#waiting.length > 0 && this.#connecting.size < this.#max) this.#opened();
   }

@@ -39,8 +39,8 @@ export const ADMISSION_SLICE_MS = 4;
 const WAITING_READ_BYTES = 4_096;
 
 /**
- * Hands accepted connections on at most CONNECTIONS_PER_TURN, and ADMISSION_SLICE_MS, per turn of the event loop, only
- * while the connect window has room, and only once the client has sent something: a connection
+ * Hands accepted connections on at most CONNECTIONS_PER_TURN, and ADMISSION_SLICE_MS, a turn of
+ * the event loop, only while the connect window has room, and only once the client has sent something: a connection
  * taken on before its client wrote would bring its request later, in a burst with others, and a
  * silent one would hold a place in the window for nothing. Until then a connection waits (its
  * first bytes read and kept, for HTTP/2 or TLS to take with the socket), in the order it was heard from.
