@@ -39,6 +39,9 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024;
  */
 export const MAX_PATH_SEGMENT = 256;
 
+/** How long `close` waits for requests in flight before closing their connections. */
+const CLOSE_TIMEOUT_MS = 5_000;
+
 export interface ApiServerOptions {
   readonly logger: Logger;
   /** Bytes; larger bodies are refused with 413 `CHANCERY_API_BODY_TOO_LARGE`. */
@@ -52,8 +55,11 @@ export interface ApiServerOptions {
 export interface ApiServer {
   /** Starts listening; resolves with the `host:port` actually bound (port 0 picks one). */
   listen(host: string, port: number): Promise<string>;
-  /** Stops accepting requests and resolves once those in flight are answered. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting requests and resolves once those in flight are answered and their
+   * connections closed, closing the connections still open after `timeoutMs` (default 5 s).
+   */
+  close(timeoutMs?: number): Promise<void>;
 }
 
 /**
@@ -144,7 +150,16 @@ export function createApiServer(backend: ApiBackend, options: ApiServerOptions):
       const { address, family, port: bound } = app.server.address() as AddressInfo;
       return family === 'IPv6' ? `[${address}]:${bound}` : `${address}:${bound}`;
     },
-    close: () => app.close(),
+    async close(timeoutMs = CLOSE_TIMEOUT_MS) {
+      // A client that neither ends its request nor hangs up (a live feed's reader, a stalled
+      // upload) must not hold the control plane's stop: as the xDS server forces its own close.
+      const force = setTimeout(() => app.server.closeAllConnections(), timeoutMs);
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(force);
+      }
+    },
   };
 }
 

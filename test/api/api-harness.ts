@@ -19,7 +19,8 @@ export interface ApiHarness {
   readonly logs: readonly Record<string, unknown>[];
   /** The store's revision and contents, to compare before and after a refused request. */
   contents(): unknown;
-  close(): Promise<void>;
+  /** `timeoutMs`: how long the server waits for requests in flight (ApiServer.close). */
+  close(timeoutMs?: number): Promise<void>;
 }
 
 export interface HarnessOptions {
@@ -79,8 +80,8 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
       meshes: store.list('Mesh'),
       dataplanes: store.list('Dataplane'),
     }),
-    async close() {
-      await server.close();
+    async close(timeoutMs) {
+      await server.close(timeoutMs);
       await store.close();
     },
   };
