@@ -187,7 +187,7 @@ export function nodeResources(stored: Held<Dataplane>, services: MeshServices, s
   const part = outboundPart(stored.resource.networking.outbound, services, selection, tls);
   const held = memo.get(stored);
   if (held?.inbound === inbound && held.part === part) return held.own;
-  const own = combine(inbound, part, held?.own);
+  const own = combine(inbound, part, held);
   memo.set(stored, { inbound, part, own });
   return own;
 }
@@ -196,22 +196,41 @@ export function nodeResources(stored: Held<Dataplane>, services: MeshServices, s
 const clusterSets = new WeakMap<OutboundPart, Map<string, ResourceSet>>();
 
 /**
- * A node's resources from its inbounds and its outbound part; `previous`, what it had before.
+ * A node's resources from its inbounds and its outbound part; `held`, what it had before.
  * A policy change makes new parts, but most of what a node holds comes out the same: its
  * listener set is kept when its listeners are (no hashing, no new type snapshot when sealed).
  */
-function combine(inbound: InboundResources, part: OutboundPart, previous: NodeResources | undefined): NodeResources {
-  const listeners = new Map(inbound.listeners);
-  for (const listener of part.listeners) listeners.set(listener.name, listener);
-  const listenerList = sortedByName(listeners.values());
+function combine(inbound: InboundResources, part: OutboundPart, held: { readonly inbound: InboundResources; readonly part: OutboundPart; readonly own: NodeResources } | undefined): NodeResources {
   const clusters = memoisedOn(clusterSets, part, inbound.clustersKey, () => new ResourceSet(new Map([...inbound.clusters, ...part.clusters]).values()));
   return Object.freeze({
-    listeners: previous !== undefined && sameContent(previous.listeners.list, listenerList) ? previous.listeners : new ResourceSet(listenerList),
+    listeners: held?.inbound === inbound && sameListeners(held.part.listeners, part.listeners) ? held.own.listeners : listenerSet(inbound, part, held?.own),
     clusters,
     routes: part.routes,
     outboundServices: part.outboundServices,
     subsets: part.subsets,
   });
+}
+
+/** The node's listeners: its inbounds' and its outbound part's, kept from `previous` when equal. */
+function listenerSet(inbound: InboundResources, part: OutboundPart, previous: NodeResources | undefined): ResourceSet {
+  const listeners = new Map(inbound.listeners);
+  for (const listener of part.listeners) listeners.set(listener.name, listener);
+  const list = sortedByName(listeners.values());
+  return previous !== undefined && sameContent(previous.listeners.list, list) ? previous.listeners : new ResourceSet(list);
+}
+
+// Per part's listeners, the part that followed it and whether their listeners are equal: every
+// node of the old part moves to the same new one (a policy change), and asks once for all.
+const followingListeners = new WeakMap<readonly EncodedResource[], { readonly next: readonly EncodedResource[]; readonly same: boolean }>();
+
+/** Whether two parts of the same outbounds render the same listeners (so in the same order). */
+function sameListeners(before: readonly EncodedResource[], after: readonly EncodedResource[]): boolean {
+  if (before === after) return true;
+  const held = followingListeners.get(before);
+  if (held?.next === after) return held.same;
+  const same = sameContent(before, after);
+  followingListeners.set(before, { next: after, same });
+  return same;
 }
 
 /** An inbound's listener: a TCP proxy to the app, behind the node's mTLS when its plan says so. */

@@ -144,6 +144,10 @@ describe('generation reuses what did not change', () => {
       expect(now.types[CLUSTER].version).toBe(was.types[CLUSTER].version);
       expect(now.types[ROUTE].wildcard).toBe(routes);
     }
+    // Once echo speaks TCP, its outbound is a TCP proxy: every node's listeners are made anew.
+    const tcp = echo.map(({ resource }, i) => storedDataplane({ name: resource.name, address: `10.2.0.${i}`, inbound: [{ port: 8080, tags: { service: 'echo', version: `v${i + 1}`, protocol: 'tcp' } }] }, 3));
+    const asTcp = generateAll(projection(3, withPolicies(meshState(storedMesh(), [...callers, ...tcp]), [versionSplit('canary', 'echo', [50, 50])])), web);
+    for (const node of web) expect(asTcp.get(node)!.types[LISTENER].wildcard.version).not.toBe(after.get(node)!.types[LISTENER].wildcard.version);
   });
 
   it('encodes one empty ClusterLoadAssignment when a service loses its last endpoint, however many nodes call it', () => {
