@@ -436,8 +436,9 @@ async function runStorm(measured: Measured, xds: string, shape: MeshShape, proto
   console.log(`[sessions] ${label}: ${shape.nodes} dataplanes connect at once`);
   const rssBefore = (await server.request('memory', null, 30 * SECOND)).rss;
   const fleetBefore = await fleet.request('usage', null, 30 * SECOND);
-  const before = await server.request('usage', null, 10 * SECOND);
+  // The profiler's start and stop (writing the profile) outside the CPU measured.
   if (options.cpuProf) await server.request('profileStart', { allocations: options.allocProf }, 10 * SECOND);
+  const before = await server.request('usage', null, 10 * SECOND);
   // A strict storm without pregeneration issues a certificate a node first (0.9 ms of CPU each: bench/README.md, certificates).
   const timeoutMs = 30 * SECOND + shape.nodes * (shape.variant === 'strict' ? 30 : 6);
   const listenBefore = sampleListenQueue();
@@ -448,9 +449,9 @@ async function runStorm(measured: Measured, xds: string, shape: MeshShape, proto
   const change = duringStorm && (await measureChangeDuringStorm(measured, connect, duringStorm));
   const listenAfter = sampleListenQueue();
   const api = (await apiProbe?.stop()) ?? [];
-  const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-storm`) }, 30 * SECOND) : undefined;
   const after: UsageSample = await server.request('usage', null, 10 * SECOND);
   const fleetAfter = await fleet.request('usage', null, 10 * SECOND);
+  const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-storm`) }, 30 * SECOND) : undefined;
   const rssAfter = (await server.request('memory', null, 30 * SECOND)).rss;
   const served = since(connect.startedAt, connect.served);
   return {
@@ -509,16 +510,17 @@ async function runChange(measured: Measured, nodes: number, change: number, kind
   console.log(`[sessions] ${label}: change ${changeName(kind, change)} (${CHANGES[kind].what})`);
   await sleep(500);
   await fleet.request('expectChange', { type: CHANGES[kind].type }, 10 * SECOND);
+  // The profiler's start and stop (writing the profile) outside the CPU measured.
+  if (options.cpuProf) await server.request('profileStart', { allocations: options.allocProf }, 10 * SECOND);
   const before = await server.request('usage', null, 10 * SECOND);
   const fleetBefore = await fleet.request('usage', null, 10 * SECOND);
-  if (options.cpuProf) await server.request('profileStart', { allocations: options.allocProf }, 10 * SECOND);
   const { startedAt } = await measured.write(change, kind);
   // A policy change regenerates every node's routes: milliseconds of CPU a node, so its wait grows with the fleet.
   const timeoutMs = 30 * SECOND + (kind === 'policy' ? nodes * 10 : 0);
   const result = await fleet.request('awaitChange', { timeoutMs }, timeoutMs + 10 * SECOND);
-  const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-change-${changeName(kind, change).replace(' ', '-')}`) }, 30 * SECOND) : undefined;
   const after = await server.request('usage', null, 10 * SECOND);
   const fleetAfter = await fleet.request('usage', null, 10 * SECOND);
+  const hot = options.cpuProf ? await server.request('profileStop', { top: 25, file: profileFile(`${label.replaceAll(/[ =]/g, '-')}-change-${changeName(kind, change).replace(' ', '-')}`) }, 30 * SECOND) : undefined;
   const latencies = since(startedAt, result.acked);
   return {
     change,
