@@ -175,7 +175,14 @@ function inboundResources(stored: Held<Dataplane>, tls: NodeTlsPlan): InboundRes
 // A stored Dataplane is a new object only when it is written, so its resources are made once per
 // write and per outbound part (per change of how its outbounds are rendered), not once per push
 // or per unrelated change.
-const memo = new WeakMap<Held<Dataplane>, { readonly inbound: InboundResources; readonly part: OutboundPart; readonly own: NodeResources }>();
+const memo = new WeakMap<Held<Dataplane>, HeldResources>();
+
+/** A node's resources, with the inbounds and the outbound part they were made from. */
+interface HeldResources {
+  readonly inbound: InboundResources;
+  readonly part: OutboundPart;
+  readonly own: NodeResources;
+}
 
 /**
  * A dataplane's own resources, made once per stored object, TLS plan and outbound part.
@@ -200,7 +207,7 @@ const clusterSets = new WeakMap<OutboundPart, Map<string, ResourceSet>>();
  * A policy change makes new parts, but most of what a node holds comes out the same: its
  * listener set is kept when its listeners are (no hashing, no new type snapshot when sealed).
  */
-function combine(inbound: InboundResources, part: OutboundPart, held: { readonly inbound: InboundResources; readonly part: OutboundPart; readonly own: NodeResources } | undefined): NodeResources {
+function combine(inbound: InboundResources, part: OutboundPart, held: HeldResources | undefined): NodeResources {
   const clusters = memoisedOn(clusterSets, part, inbound.clustersKey, () => new ResourceSet(new Map([...inbound.clusters, ...part.clusters]).values()));
   return Object.freeze({
     listeners: held?.inbound === inbound && sameListeners(held.part.listeners, part.listeners) ? held.own.listeners : listenerSet(inbound, part, held?.own),
