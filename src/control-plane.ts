@@ -60,7 +60,8 @@ export interface ControlPlane {
   start(): Promise<void>;
   /**
    * Stops gracefully: every stream is ended with UNAVAILABLE (clients reconnect elsewhere),
-   * sessions are evicted, servers closed, the store closed.
+   * sessions are evicted, servers closed, the store closed. A client that holds its connection
+   * open (a request that never ends) is cut after 5 s, on either server: it never holds the stop.
    */
   stop(): Promise<void>;
   /**
