@@ -84,7 +84,7 @@ function carriedParts(selection: PolicySelection, services: MeshServices): Carri
 function outboundPart(outbound: Dataplane['networking']['outbound'], services: MeshServices, selection: PolicySelection, tls: NodeTlsPlan): OutboundPart {
   let bySelection = parts.get(services);
   if (bySelection === undefined) parts.set(services, (bySelection = new WeakMap()));
-  const key = `${tls.key}\n${outboundsText(outbound)}`;
+  const key = partKey(outbound, tls);
   return memoisedOn(bySelection, selection, key, () => {
     const context = outboundContext(outbound, services, selection);
     const held = carriedParts(selection, services);
@@ -95,14 +95,21 @@ function outboundPart(outbound: Dataplane['networking']['outbound'], services: M
   });
 }
 
-// Per stored outbound list: its ports and services as text, the key of the part it makes.
-const outboundsTexts = new WeakMap<Dataplane['networking']['outbound'], string>();
+// Per stored outbound list, the key of the part it makes under the last TLS plan it was asked
+// with: its ports and services as text. One string for every lookup, whose hash is computed once,
+// where a key made again at each node's generation is hashed again (10,000 times a change).
+const partKeys = new WeakMap<Dataplane['networking']['outbound'], string>();
 
-function outboundsText(outbound: Dataplane['networking']['outbound']): string {
-  let text = outboundsTexts.get(outbound);
-  if (text === undefined) outboundsTexts.set(outbound, (text = outbound.map(({ port, service }) => `${port} ${service}`).join('\n')));
-  return text;
+function partKey(outbound: Dataplane['networking']['outbound'], tls: NodeTlsPlan): string {
+  const held = partKeys.get(outbound);
+  // A key starts with its plan's key and a newline: the plan it was made under, read without a copy.
+  if (held !== undefined && held.startsWith(tls.key) && held.charCodeAt(tls.key.length) === NEWLINE) return held;
+  const key = `${tls.key}\n${outbound.map(({ port, service }) => `${port} ${service}`).join('\n')}`;
+  partKeys.set(outbound, key);
+  return key;
 }
+
+const NEWLINE = 0x0a;
 
 /** What outbounds' resources depend on besides themselves: how each is planned, its clusters included. */
 function outboundContext(outbound: Dataplane['networking']['outbound'], services: MeshServices, selection: PolicySelection): string {
