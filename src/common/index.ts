@@ -12,6 +12,6 @@ export { fieldPath } from './field-path.js';
 export { Fifo } from './fifo.js';
 export { bareHost, dialable, formatHostPort, HOST_PORT_RULE, isLoopback, parseHostPort, type HostPort } from './host-port.js';
 export { isoTime } from './iso-time.js';
-export { memoised, memoisedOn } from './memo.js';
+export { memoised, memoisedOn, memoisedPair, type PairMemo } from './memo.js';
 export { sortedIndex } from './sorted-index.js';
 export { storableText, textProblem } from './storable-text.js';

@@ -1,3 +1,4 @@
+import { memoised } from '../common/index.js';
 import { anyOf, encodeResource, LISTENER, ResourceSet, type EncodedResource } from '../xds/index.js';
 import { CERTIFICATE_PROVIDER } from './bootstrap.js';
 import { HTTP_CONNECTION_MANAGER, ROUTER, socketAddress, statPrefix } from './envoy-fragments.js';
@@ -101,14 +102,10 @@ export function serverListeners(state: MeshResources, strict: boolean): Resource
 const inboundListenersOf = { strict: new WeakMap<Dataplane, readonly EncodedResource[]>(), plaintext: new WeakMap<Dataplane, readonly EncodedResource[]>() };
 
 function inboundListeners(dataplane: Dataplane, strict: boolean): readonly EncodedResource[] {
-  const memo = strict ? inboundListenersOf.strict : inboundListenersOf.plaintext;
-  let listeners = memo.get(dataplane);
-  if (listeners === undefined) {
+  return memoised(strict ? inboundListenersOf.strict : inboundListenersOf.plaintext, dataplane, () => {
     const { address, inbound } = dataplane.networking;
-    listeners = inbound.map(({ port }) => serverListener(serverListenerName(address, port), address, port, strict));
-    memo.set(dataplane, listeners);
-  }
-  return listeners;
+    return inbound.map(({ port }) => serverListener(serverListenerName(address, port), address, port, strict));
+  });
 }
 
 function serverListener(name: string, address: string, port: number, strict: boolean): EncodedResource {

@@ -1,3 +1,4 @@
+import { memoised } from '../common/index.js';
 import { ResourceSet, type EncodedResource } from '../xds/index.js';
 import type { Held, MeshResources } from './generation-input.js';
 import { protocolOf, serviceProtocol, UNKNOWN_SERVICE_PROTOCOL, type Protocol, type ServiceProtocol } from './protocols.js';
@@ -55,12 +56,7 @@ export class MeshServices {
    * asked about, so the nodes of one outbound part do not each walk it at every change.
    */
   missingEndpoints(services: readonly string[]): ResourceSet {
-    let set = this.#missing.get(services);
-    if (set === undefined) {
-      set = this.#missingOf(services);
-      this.#missing.set(services, set);
-    }
-    return set;
+    return memoised(this.#missing, services, () => this.#missingOf(services));
   }
 
   #missingOf(services: readonly string[]): ResourceSet {

@@ -1,4 +1,4 @@
-import { memoisedOn } from '../common/index.js';
+import { memoisedOn, memoisedPair, type PairMemo } from '../common/index.js';
 import type { PolicySelection } from '../policies/index.js';
 import { CLUSTER, encodeResource, LISTENER, ResourceSet, sameContent, sortedByName, type EncodedResource } from '../xds/index.js';
 import type { Held } from './generation-input.js';
@@ -235,16 +235,11 @@ function listenerSet(inbound: InboundResources, part: OutboundPart, previous: No
 
 // Per part's listeners, the part that followed it and whether their listeners are equal: every
 // node of the old part moves to the same new one (a policy change), and asks once for all.
-const followingListeners = new WeakMap<readonly EncodedResource[], { readonly next: readonly EncodedResource[]; readonly same: boolean }>();
+const followingListeners: PairMemo<readonly EncodedResource[], readonly EncodedResource[], boolean> = new WeakMap();
 
 /** Whether two parts of the same outbounds render the same listeners (so in the same order). */
 function sameListeners(before: readonly EncodedResource[], after: readonly EncodedResource[]): boolean {
-  if (before === after) return true;
-  const held = followingListeners.get(before);
-  if (held?.next === after) return held.same;
-  const same = sameContent(before, after);
-  followingListeners.set(before, { next: after, same });
-  return same;
+  return before === after || memoisedPair(followingListeners, before, after, () => sameContent(before, after));
 }
 
 /** An inbound's listener: a TCP proxy to the app, behind the node's mTLS when its plan says so. */

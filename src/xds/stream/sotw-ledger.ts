@@ -1,4 +1,4 @@
-import { isoTime } from '../../common/index.js';
+import { isoTime, memoisedPair, type PairMemo } from '../../common/index.js';
 import { assertSealed, type Snapshot } from '../snapshot.js';
 import { FULL_STATE, PUSH_ORDER, SHORT_NAME, type TypeUrl } from '../type-urls.js';
 import type { EncodedResource } from '../encode.js';
@@ -37,13 +37,11 @@ function typeLedger(type: TypeLedger): TypeLedger {
 function changedSinceAcked(typeUrl: TypeUrl, type: TypeLedger, resources: readonly EncodedResource[]): readonly EncodedResource[] {
   const { sent, acked } = type;
   if (FULL_STATE.has(typeUrl) || sent === undefined || acked?.nonce !== sent.nonce) return resources;
-  const last = lastChanges.get(sent.resources);
-  if (last?.resources === resources) return last.changed;
-  const held = new Map(sent.resources.map((resource) => [resource.name, resource.version]));
-  const found = resources.filter((resource) => held.get(resource.name) !== resource.version);
-  const changed = found.length > 0 ? Object.freeze(found) : resources;
-  lastChanges.set(sent.resources, { resources, changed });
-  return changed;
+  return memoisedPair(lastChanges, sent.resources, resources, () => {
+    const held = new Map(sent.resources.map((resource) => [resource.name, resource.version]));
+    const found = resources.filter((resource) => held.get(resource.name) !== resource.version);
+    return found.length > 0 ? Object.freeze(found) : resources;
+  });
 }
 
 /**
@@ -51,7 +49,7 @@ function changedSinceAcked(typeUrl: TypeUrl, type: TypeLedger, resources: readon
  * alike hold the same lists (`selectResources` shares them), so after a change 10,000 nodes ask
  * the same question: answered once, not with a map and a list per node (4 KB a node a change).
  */
-const lastChanges = new WeakMap<readonly EncodedResource[], { readonly resources: readonly EncodedResource[]; readonly changed: readonly EncodedResource[] }>();
+const lastChanges: PairMemo<readonly EncodedResource[], readonly EncodedResource[], readonly EncodedResource[]> = new WeakMap();
 
 /**
  * The SotW ledger: per type, the subscription (with the legacy wildcard rule) and the last
