@@ -2,7 +2,7 @@ import { memoised } from '../common/index.js';
 import { ResourceSet, type EncodedResource } from '../xds/index.js';
 import type { Held, MeshResources } from './generation-input.js';
 import { protocolOf, serviceProtocol, UNKNOWN_SERVICE_PROTOCOL, type Protocol, type ServiceProtocol } from './protocols.js';
-import type { Mesh } from './resources.js';
+import type { Dataplane, Mesh } from './resources.js';
 import { hasTags, type Tags } from '../policies/index.js';
 import { subsetClusterName } from './names.js';
 import { emptyAssignment, loadAssignment, serviceResources, type Endpoint, type ServiceResources } from './service-resources.js';
@@ -37,7 +37,7 @@ export class MeshServices {
     this.#protocols = protocols;
     this.#members = members;
     this.#memo = memo;
-    const previous = memo.last;
+    const previous = memo.built?.services;
     // Listener, route and cluster depend on the service name alone, so while the set of
     // names is unchanged their sets are reused, and so are the references already checked.
     const sameNames = previous !== undefined && sameKeys(previous.#services, services);
@@ -99,15 +99,22 @@ export class MeshServices {
   }
   #names: readonly string[] | undefined;
 
+  /** The inbounds serving `service`, in no particular order; none while no inbound serves it. */
+  members(service: string): readonly Member[] {
+    return this.#members.get(service) ?? [];
+  }
+
   /** The resources of one service, or undefined while no inbound serves it. */
   service(name: string): ServiceResources | undefined {
     return this.#services.get(name);
   }
 }
 
-/** One inbound serving a service: where, and with which tags. */
+/** One inbound serving a service: which, where, with which tags, speaking what. */
 interface Member extends Endpoint {
+  readonly service: string;
   readonly tags: Tags;
+  readonly protocol: Protocol;
 }
 
 /** The endpoints of a service with some tags: how many, and their ClusterLoadAssignment. */
@@ -122,9 +129,22 @@ function shared(resources: readonly EncodedResource[]): readonly ResourceSet[] {
   return Object.freeze([new ResourceSet(resources)]);
 }
 
+/**
+ * A mesh state's inbounds by service, then by dataplane name: what the next state's services are
+ * built from, touching only the services whose dataplanes changed.
+ */
+type Inbounds = ReadonlyMap<string, ReadonlyMap<string, readonly Member[]>>;
+
+/** The last state of a mesh that was built: its dataplanes, their inbounds, and its services. */
+interface Built {
+  readonly dataplanes: MeshResources['dataplanes'];
+  readonly inbounds: Inbounds;
+  readonly services: MeshServices;
+}
+
 /** What carries over between states of one mesh, so an unrelated change re-encodes nothing. */
 interface MeshMemo {
-  last: MeshServices | undefined;
+  built: Built | undefined;
   readonly emptyEndpoints: Map<string, ResourceSet>;
 }
 
@@ -145,34 +165,113 @@ export function meshServices(state: MeshResources): MeshServices {
   return services;
 }
 
+/**
+ * Builds a mesh state's services from the last state built, whichever it was (the live one, or a
+ * preview's): only the services whose dataplanes were added, removed or rewritten since are built
+ * anew; the others are the last state's, as they were. A change of one endpoint at 10,000
+ * dataplanes no longer lists and sorts every inbound of the mesh (7–10 ms in process, 50 ms in a
+ * 10,000-node server: 0.7 ms now).
+ */
 function build(state: MeshResources): MeshServices {
   let memo = memos.get(state.mesh);
   if (memo === undefined) {
-    memo = { last: undefined, emptyEndpoints: new Map() };
+    memo = { built: undefined, emptyEndpoints: new Map() };
     memos.set(state.mesh, memo);
   }
-  const endpoints = new Map<string, Member[]>();
-  const declared = new Map<string, Set<Protocol>>();
-  for (const { resource } of state.dataplanes.values()) {
-    const { address, inbound } = resource.networking;
-    for (const { port, tags } of inbound) {
-      const list = endpoints.get(tags.service);
-      if (list === undefined) endpoints.set(tags.service, [{ address, port, tags }]);
-      else list.push({ address, port, tags });
-      const protocols = declared.get(tags.service);
-      if (protocols === undefined) declared.set(tags.service, new Set([protocolOf(tags)]));
-      else protocols.add(protocolOf(tags));
-    }
-  }
+  const base = memo.built;
+  const { inbounds, touched } = base === undefined ? { inbounds: inboundsOf(state.dataplanes), touched: new Set<string>() } : inboundsAfter(base, state.dataplanes);
+  const previous = base?.services;
   const mesh = state.mesh.resource.name;
   const services = new Map<string, ServiceResources>();
-  for (const [service, list] of endpoints) {
-    services.set(service, serviceResources(mesh, service, list, memo.last?.service(service)));
+  const protocols = new Map<string, ServiceProtocol>();
+  const members = new Map<string, readonly Member[]>();
+  for (const [service, byDataplane] of inbounds) {
+    if (previous !== undefined && !touched.has(service)) {
+      services.set(service, previous.service(service)!);
+      protocols.set(service, previous.protocol(service));
+      members.set(service, previous.members(service));
+      continue;
+    }
+    const list = [...byDataplane.values()].flat();
+    services.set(service, serviceResources(mesh, service, list, previous?.service(service)));
+    protocols.set(service, serviceProtocol(new Set(list.map((member) => member.protocol))));
+    members.set(service, list);
   }
-  const protocols = new Map([...declared].map(([service, each]) => [service, serviceProtocol(each)]));
-  const built = new MeshServices(mesh, services, protocols, endpoints, memo);
-  memo.last = built;
+  const built = new MeshServices(mesh, services, protocols, members, memo);
+  memo.built = { dataplanes: state.dataplanes, inbounds, services: built };
   return built;
+}
+
+/** Every inbound of `dataplanes`, by service and dataplane. */
+function inboundsOf(dataplanes: MeshResources['dataplanes']): Inbounds {
+  const inbounds = new Map<string, Map<string, readonly Member[]>>();
+  for (const [name, held] of dataplanes) {
+    for (const [service, list] of byService(membersOf(held))) {
+      let byDataplane = inbounds.get(service);
+      if (byDataplane === undefined) inbounds.set(service, (byDataplane = new Map()));
+      byDataplane.set(name, list);
+    }
+  }
+  return inbounds;
+}
+
+/**
+ * `base`'s inbounds with those of the dataplanes added, removed or rewritten since, and the
+ * services those dataplanes serve (before or after): the only ones whose members may differ.
+ */
+function inboundsAfter(base: Built, dataplanes: MeshResources['dataplanes']): { inbounds: Inbounds; touched: ReadonlySet<string> } {
+  const changed: string[] = [];
+  let present = 0;
+  for (const [name, held] of dataplanes) {
+    const before = base.dataplanes.get(name);
+    if (before !== undefined) present++;
+    if (before !== held) changed.push(name);
+  }
+  // Some of the base's dataplanes are no longer there: removed.
+  if (present < base.dataplanes.size) {
+    for (const name of base.dataplanes.keys()) if (!dataplanes.has(name)) changed.push(name);
+  }
+  const inbounds = new Map(base.inbounds);
+  const touched = new Set<string>();
+  const copied = new Set<string>();
+  const writable = (service: string) => {
+    if (!copied.has(service)) {
+      copied.add(service);
+      inbounds.set(service, new Map(inbounds.get(service)));
+    }
+    return inbounds.get(service) as Map<string, readonly Member[]>;
+  };
+  for (const name of changed) {
+    const before = base.dataplanes.get(name);
+    const after = dataplanes.get(name);
+    if (before !== undefined) for (const [service] of byService(membersOf(before))) (touched.add(service), writable(service).delete(name));
+    if (after !== undefined) for (const [service, list] of byService(membersOf(after))) (touched.add(service), writable(service).set(name, list));
+  }
+  for (const service of touched) if (inbounds.get(service)!.size === 0) inbounds.delete(service);
+  return { inbounds, touched };
+}
+
+// A stored Dataplane's inbounds, made once per stored object.
+const membersByDataplane = new WeakMap<Held<Dataplane>, readonly Member[]>();
+
+/** A dataplane's inbounds: the service each serves, where, with which tags and protocol. */
+function membersOf(held: Held<Dataplane>): readonly Member[] {
+  return memoised(membersByDataplane, held, () => {
+    const { address, inbound } = held.resource.networking;
+    return inbound.map(({ port, tags }) => ({ service: tags.service, address, port, tags, protocol: protocolOf(tags) }));
+  });
+}
+
+/** `members` by the service each serves; one inbound, the most common, makes no map. */
+function byService(members: readonly Member[]): Iterable<readonly [string, readonly Member[]]> {
+  if (members.length === 1) return [[members[0]!.service, members]];
+  const grouped = new Map<string, Member[]>();
+  for (const member of members) {
+    const list = grouped.get(member.service);
+    if (list === undefined) grouped.set(member.service, [member]);
+    else list.push(member);
+  }
+  return grouped;
 }
 
 function sameKeys(a: ReadonlyMap<string, unknown>, b: ReadonlyMap<string, unknown>): boolean {

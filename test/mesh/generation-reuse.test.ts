@@ -164,4 +164,26 @@ describe('generation reuses what did not change', () => {
     expect(encodeCount() - before).toBe(1);
     for (const snapshot of snapshots.values()) expect(snapshot.types[ENDPOINT].wildcard.get('s0')).toBeDefined();
   });
+
+  it('builds each mesh state’s services from the last state built, whichever it was, as a build from nothing would', () => {
+    const base = sidecarMesh();
+    const serving = (name: string, address: string, ...services: string[]) =>
+      storedDataplane({ name, address, inbound: services.map((service, i) => ({ port: 10001 + i, servicePort: 9001, tags: { service, version: `v${i}` } })), outbound: [{ port: 20001, service: 's1' }] }, 2);
+    const without = (state: MeshState, name: string): MeshState => ({ ...state, dataplanes: new Map([...state.dataplanes].filter(([key]) => key !== name)) });
+    const added = withDataplane(base, serving('dp-new', '10.0.8.1', 's3', 'brand-new'));
+    const moved = withDataplane(without(added, 'dp-5'), serving('dp-7', '10.0.0.7', 's1'));
+    // A preview's state is built from the live one; the next live state is then built from the preview's.
+    const preview = without(without(moved, 'dp-new'), 'dp-17');
+    const emptied = [...moved.dataplanes.keys()].filter((name) => /^dp-\d*3$/.test(name)).reduce(without, moved);
+    const sequence = [base, added, moved, preview, emptied, base];
+    const liveNodes = (state: MeshState) => [...state.dataplanes.keys()].map((name) => `default.${name}`);
+    const versions = (snapshots: Map<string, Snapshot>) =>
+      [...snapshots].map(([node, snapshot]) => [node, PUSH_ORDER.map((typeUrl) => [snapshot.types[typeUrl].version, snapshot.types[typeUrl].named.map((set) => set.version)])]);
+    sequence.forEach((state, i) => {
+      const built = generateAll(projection(i + 1, state), liveNodes(state));
+      // Another Mesh object and dataplanes map: a memo of their own, so everything is built from nothing.
+      const fresh = generateAll(projection(i + 1, { ...state, mesh: storedMesh(), dataplanes: new Map(state.dataplanes) }), liveNodes(state));
+      expect(versions(built)).toEqual(versions(fresh));
+    });
+  });
 });
