@@ -1,6 +1,7 @@
 import protobuf from 'protobufjs';
 import { clip, storableText } from '../common/index.js';
 import { lookupType } from './protos.js';
+import { InternTable } from './intern-table.js';
 import { RepeatedText } from './repeated-text.js';
 import type { DeltaRequest, RequestBase, StreamRequest, XdsRequest } from './stream/index.js';
 
@@ -96,11 +97,50 @@ function decodeWith(type: protobuf.Type, bytes: Uint8Array, read: (message: Deco
   return { ok: true, request: read(message, base), nodeMetadata: metadata !== undefined && metadata.length > 0 ? metadata : undefined };
 }
 
+/** Messages longer than this are decoded each time: their text would cost more to keep than to read again. */
+const MAX_SHARED_BYTES = 1_024;
+
+/** Requests decoded from bytes read before, by protocol and bytes, while one of them lives. */
+const shared = { sotw: new InternTable<WireRequest>(), delta: new InternTable<WireRequest>() };
+
+/**
+ * Reads a request, or returns the one read from the same bytes before, while it lives. A change's
+ * ACKs are the same bytes from every node it reached (type, version, names and the nonce's count
+ * alike): 10,000 of them are decoded once, and hold one object, not 10,000 copies waiting in the
+ * scheduler. A first request names its node and is read every time; a shared one is frozen, so
+ * no stream can change what another reads.
+ */
+function decodeShared(protocol: 'sotw' | 'delta', bytes: Uint8Array, decode: (bytes: Uint8Array) => WireRequest): WireRequest {
+  if (bytes.length > MAX_SHARED_BYTES) return decode(bytes);
+  const table = shared[protocol];
+  // grpc-js hands a Buffer; its latin1 text is its bytes, one character each.
+  const key = (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('latin1');
+  const kept = table.get(key);
+  if (kept !== undefined) return kept;
+  const wire = decode(bytes);
+  return wire.ok && wire.request.nodeId === undefined ? table.intern(key, frozen(wire)) : wire;
+}
+
+function frozen(wire: WireRequest & { ok: true }): WireRequest {
+  for (const value of Object.values(wire.request)) if (typeof value === 'object') Object.freeze(value);
+  Object.freeze(wire.request);
+  return Object.freeze(wire);
+}
+
 let sotwView: protobuf.Type | undefined;
 let deltaView: protobuf.Type | undefined;
 
 /** Deserializes a DiscoveryRequest from the wire. */
 export function decodeRequest(bytes: Uint8Array): WireRequest {
+  return decodeShared('sotw', bytes, readRequest);
+}
+
+/** Deserializes a DeltaDiscoveryRequest from the wire. */
+export function decodeDeltaRequest(bytes: Uint8Array): WireRequest {
+  return decodeShared('delta', bytes, readDeltaRequest);
+}
+
+function readRequest(bytes: Uint8Array): WireRequest {
   sotwView ??= viewOf('DiscoveryRequest');
   return decodeWith(sotwView, bytes, (message, base) => ({
     protocol: 'sotw',
@@ -110,8 +150,7 @@ export function decodeRequest(bytes: Uint8Array): WireRequest {
   }));
 }
 
-/** Deserializes a DeltaDiscoveryRequest from the wire. */
-export function decodeDeltaRequest(bytes: Uint8Array): WireRequest {
+function readDeltaRequest(bytes: Uint8Array): WireRequest {
   deltaView ??= viewOf('DeltaDiscoveryRequest');
   return decodeWith(deltaView, bytes, (message, base) => ({
     protocol: 'delta',

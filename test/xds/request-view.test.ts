@@ -99,3 +99,45 @@ describe('decodeRequest and decodeDeltaRequest read the fields of Envoy’s requ
     expect(kept).toHaveLength(4_096);
   });
 });
+
+describe('requests read from the same bytes are one object (a change\u2019s ACKs from 10,000 nodes)', () => {
+  const ack = { typeUrl: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment', versionInfo: 'v7', resourceNames: ['b', 'a'], responseNonce: '3' };
+
+  it('reads equal bytes once, into a frozen request no stream can change for another', () => {
+    const first = decodeRequest(Buffer.from(encodeRequest(ack)));
+    const again = decodeRequest(Buffer.from(encodeRequest(ack)));
+    expect(again).toBe(first);
+    expect(first).toEqual({ ok: true, request: { protocol: 'sotw', ...ack }, nodeMetadata: undefined });
+    if (!first.ok || first.request.protocol !== 'sotw') throw new Error('expected a SotW request');
+    expect(Object.isFrozen(first.request) && Object.isFrozen(first.request.resourceNames)).toBe(true);
+    expect(() => (first.request.resourceNames as string[]).sort()).toThrow(TypeError);
+  });
+
+  it('reads a first request, which names its node, every time', () => {
+    const bytes = encodeRequest({ ...ack, nodeId: 'default.web-1' });
+    expect(decodeRequest(bytes)).not.toBe(decodeRequest(bytes));
+  });
+
+  it('reads the same bytes by the protocol of the stream they came on', () => {
+    const bytes = encodeRequest({ typeUrl: 'looks like a name to Delta' });
+    expect(decodeRequest(bytes)).toMatchObject({ ok: true, request: { protocol: 'sotw', typeUrl: 'looks like a name to Delta' } });
+    // Field 4 is resource_names_unsubscribe in a DeltaDiscoveryRequest.
+    expect(decodeDeltaRequest(bytes)).toMatchObject({ ok: true, request: { protocol: 'delta', typeUrl: '', unsubscribe: ['looks like a name to Delta'] } });
+    const delta = encodeDeltaRequest({ typeUrl: 't', subscribe: ['x'], initialVersions: { x: '1' }, responseNonce: '1' });
+    expect(decodeDeltaRequest(delta)).toBe(decodeDeltaRequest(Buffer.from(delta)));
+  });
+
+  it('reads back every request without a node as the proto encodes it, the first time and the next', async () => {
+    await fuzz(
+      fc.asyncProperty(
+        fc.record({ typeUrl: fc.string(), versionInfo: fc.string(), resourceNames: fc.array(fc.string(), { maxLength: 5 }), responseNonce: fc.string() }),
+        async (request) => {
+          const expected = { ok: true, request: { protocol: 'sotw', ...request }, nodeMetadata: undefined };
+          expect(decodeRequest(encodeRequest(request))).toEqual(expected);
+          expect(decodeRequest(encodeRequest(request))).toEqual(expected);
+        },
+      ),
+      { runs: 200 },
+    );
+  });
+});
