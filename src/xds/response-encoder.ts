@@ -25,6 +25,8 @@ interface SotwBody {
   readonly resources: readonly EncodedResource[];
   readonly version: string;
   bytes: Buffer | undefined;
+  /** The last whole response made from it, and its nonce: the next with that nonce is the same bytes. */
+  last: { readonly nonce: string; readonly bytes: Buffer } | undefined;
 }
 
 /**
@@ -50,15 +52,25 @@ export class ResponseEncoder {
     this.#deltaControlPlane = lengthDelimited(DELTA_CONTROL_PLANE, controlPlane);
   }
 
+  /** The response's bytes: grpc-js copies them into its frame, so bytes handed out before may be handed out again. */
   encode(response: XdsResponse): Buffer {
-    return encodeFields(response.protocol === 'sotw' ? this.#sotw(response) : this.#delta(response));
+    return response.protocol === 'sotw' ? this.#sotw(response) : encodeFields(this.#delta(response));
   }
 
-  #sotw(response: SotwResponse): FieldPart[] {
+  /**
+   * A stream's nonces count its responses, so the nodes a change reaches at the same point of their
+   * streams are sent the same bytes: the previous response is handed out again when only its
+   * nonce could have differed and did not.
+   */
+  #sotw(response: SotwResponse): Buffer {
     const nonce = { field: NONCE, text: response.nonce };
     const body = this.#sotwBody(response);
-    if (body !== undefined) return [body, nonce, this.#controlPlane];
-    return [...this.#sotwFields(response), nonce, this.#controlPlane];
+    if (body === undefined) return encodeFields([...this.#sotwFields(response), nonce, this.#controlPlane]);
+    if (body.last?.nonce === response.nonce) return body.last.bytes;
+    body.bytes ??= encodeFields(this.#sotwFields(response), KEPT);
+    const bytes = encodeFields([body.bytes, nonce, this.#controlPlane]);
+    body.last = { nonce: response.nonce, bytes };
+    return bytes;
   }
 
   /** The fields before the nonce, in field order: version, resources, type URL. */
@@ -75,15 +87,14 @@ export class ResponseEncoder {
    * version: the same resources (a resource's version is the hash of its bytes), in one list or in
    * equal ones (an EDS response after an ACK is the changed resources, a list of its own at every node).
    */
-  #sotwBody(response: SotwResponse): Buffer | undefined {
+  #sotwBody(response: SotwResponse): SotwBody | undefined {
     const { typeUrl, resources, version } = response;
     const last = this.#sotwBodies.get(typeUrl);
     if (last === undefined || last.version !== version || !sameContent(last.resources, resources)) {
-      this.#sotwBodies.set(typeUrl, { resources, version, bytes: undefined });
+      this.#sotwBodies.set(typeUrl, { resources, version, bytes: undefined, last: undefined });
       return undefined;
     }
-    last.bytes ??= encodeFields(this.#sotwFields(response), KEPT);
-    return last.bytes;
+    return last;
   }
 
   #delta(response: DeltaResponse): FieldPart[] {

@@ -80,6 +80,10 @@ describe('ResponseEncoder', () => {
       // Equal lists of their own (what changed since each node's ACK): the same body; one element other: not.
       { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '3', nonce: '14', resources: [small, medium] },
       { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '3', nonce: '15', resources: [small, medium] },
+      // Streams at the same point of their life: the same nonce, the same response, once or again after another.
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '3', nonce: '15', resources: [small, medium] },
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '3', nonce: '14', resources: [small, medium] },
+      { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '3', nonce: '15', resources: [small, medium] },
       { protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '3', nonce: '16', resources: [small, large] },
     ];
     const written = responses.map((response) => encoder.encode(response));
@@ -95,8 +99,22 @@ describe('ResponseEncoder', () => {
       ['2', '11', 1],
       ['3', '14', 2],
       ['3', '15', 2],
+      ['3', '15', 2],
+      ['3', '14', 2],
+      ['3', '15', 2],
       ['3', '16', 2],
     ]);
+  });
+
+  it('hands out the bytes of the previous response again for one that repeats it, nonce included: grpc-js copies them into its frame', () => {
+    const encoder = new ResponseEncoder('cp');
+    const response = (nonce: string) => ({ protocol: 'sotw' as const, typeUrl: ENDPOINT, version: '1', nonce, resources: [small, medium] });
+    const [first, second, third, fourth] = ['4', '4', '4', '5'].map((nonce) => encoder.encode(response(nonce)));
+    // The first of a body is encoded whole; the second makes the body, the third is the second again.
+    expect(second).not.toBe(first);
+    expect(third).toBe(second);
+    expect(fourth).not.toBe(third);
+    expect(first).toEqual(second);
   });
 
   it('writes a DeltaDiscoveryResponse with each resource named and versioned, and the removed names', () => {
