@@ -244,8 +244,14 @@ function inboundsAfter(base: Built, dataplanes: MeshResources['dataplanes']): { 
   for (const name of changed) {
     const before = base.dataplanes.get(name);
     const after = dataplanes.get(name);
-    if (before !== undefined) for (const [service] of byService(membersOf(before))) (touched.add(service), writable(service).delete(name));
-    if (after !== undefined) for (const [service, list] of byService(membersOf(after))) (touched.add(service), writable(service).set(name, list));
+    for (const [service] of before === undefined ? [] : byService(membersOf(before))) {
+      touched.add(service);
+      writable(service).delete(name);
+    }
+    for (const [service, list] of after === undefined ? [] : byService(membersOf(after))) {
+      touched.add(service);
+      writable(service).set(name, list);
+    }
   }
   for (const service of touched) if (inbounds.get(service)!.size === 0) inbounds.delete(service);
   return { inbounds, touched };
