@@ -1,7 +1,7 @@
 import { memoised } from '../common/index.js';
 import { ResourceSet, type EncodedResource } from '../xds/index.js';
 import type { Held, MeshResources } from './generation-input.js';
-import { protocolOf, serviceProtocol, UNKNOWN_SERVICE_PROTOCOL, type Protocol, type ServiceProtocol } from './protocols.js';
+import { protocolOf, serviceProtocol, UNKNOWN_SERVICE_PROTOCOL, type ServiceProtocol } from './protocols.js';
 import type { Dataplane, Mesh } from './resources.js';
 import { hasTags, type Tags } from '../policies/index.js';
 import { subsetClusterName } from './names.js';
@@ -110,11 +110,9 @@ export class MeshServices {
   }
 }
 
-/** One inbound serving a service: which, where, with which tags, speaking what. */
+/** One inbound serving a service: where, and with which tags (the service's among them). */
 interface Member extends Endpoint {
-  readonly service: string;
-  readonly tags: Tags;
-  readonly protocol: Protocol;
+  readonly tags: Dataplane['networking']['inbound'][number]['tags'];
 }
 
 /** The endpoints of a service with some tags: how many, and their ClusterLoadAssignment. */
@@ -178,9 +176,8 @@ function build(state: MeshResources): MeshServices {
     memo = { built: undefined, emptyEndpoints: new Map() };
     memos.set(state.mesh, memo);
   }
-  const base = memo.built;
-  const { inbounds, touched } = base === undefined ? { inbounds: inboundsOf(state.dataplanes), touched: new Set<string>() } : inboundsAfter(base, state.dataplanes);
-  const previous = base?.services;
+  const previous = memo.built?.services;
+  const { inbounds, touched } = inboundsAfter(memo.built ?? NOTHING_BUILT, state.dataplanes);
   const mesh = state.mesh.resource.name;
   const services = new Map<string, ServiceResources>();
   const protocols = new Map<string, ServiceProtocol>();
@@ -194,7 +191,7 @@ function build(state: MeshResources): MeshServices {
     }
     const list = [...byDataplane.values()].flat();
     services.set(service, serviceResources(mesh, service, list, previous?.service(service)));
-    protocols.set(service, serviceProtocol(new Set(list.map((member) => member.protocol))));
+    protocols.set(service, serviceProtocol(new Set(list.map((member) => protocolOf(member.tags)))));
     members.set(service, list);
   }
   const built = new MeshServices(mesh, services, protocols, members, memo);
@@ -202,24 +199,14 @@ function build(state: MeshResources): MeshServices {
   return built;
 }
 
-/** Every inbound of `dataplanes`, by service and dataplane. */
-function inboundsOf(dataplanes: MeshResources['dataplanes']): Inbounds {
-  const inbounds = new Map<string, Map<string, readonly Member[]>>();
-  for (const [name, held] of dataplanes) {
-    for (const [service, list] of byService(membersOf(held))) {
-      let byDataplane = inbounds.get(service);
-      if (byDataplane === undefined) inbounds.set(service, (byDataplane = new Map()));
-      byDataplane.set(name, list);
-    }
-  }
-  return inbounds;
-}
+/** Before a mesh's first build: every Dataplane is added. */
+const NOTHING_BUILT: Omit<Built, 'services'> = { dataplanes: new Map(), inbounds: new Map() };
 
 /**
  * `base`'s inbounds with those of the dataplanes added, removed or rewritten since, and the
  * services those dataplanes serve (before or after): the only ones whose members may differ.
  */
-function inboundsAfter(base: Built, dataplanes: MeshResources['dataplanes']): { inbounds: Inbounds; touched: ReadonlySet<string> } {
+function inboundsAfter(base: Omit<Built, 'services'>, dataplanes: MeshResources['dataplanes']): { inbounds: Inbounds; touched: ReadonlySet<string> } {
   const changed: string[] = [];
   let present = 0;
   for (const [name, held] of dataplanes) {
@@ -260,21 +247,21 @@ function inboundsAfter(base: Built, dataplanes: MeshResources['dataplanes']): { 
 // A stored Dataplane's inbounds, made once per stored object.
 const membersByDataplane = new WeakMap<Held<Dataplane>, readonly Member[]>();
 
-/** A dataplane's inbounds: the service each serves, where, with which tags and protocol. */
+/** A dataplane's inbounds: where, and with which tags. */
 function membersOf(held: Held<Dataplane>): readonly Member[] {
   return memoised(membersByDataplane, held, () => {
     const { address, inbound } = held.resource.networking;
-    return inbound.map(({ port, tags }) => ({ service: tags.service, address, port, tags, protocol: protocolOf(tags) }));
+    return inbound.map(({ port, tags }) => ({ address, port, tags }));
   });
 }
 
 /** `members` by the service each serves; one inbound, the most common, makes no map. */
 function byService(members: readonly Member[]): Iterable<readonly [string, readonly Member[]]> {
-  if (members.length === 1) return [[members[0]!.service, members]];
+  if (members.length === 1) return [[members[0]!.tags.service, members]];
   const grouped = new Map<string, Member[]>();
   for (const member of members) {
-    const list = grouped.get(member.service);
-    if (list === undefined) grouped.set(member.service, [member]);
+    const list = grouped.get(member.tags.service);
+    if (list === undefined) grouped.set(member.tags.service, [member]);
     else list.push(member);
   }
   return grouped;
